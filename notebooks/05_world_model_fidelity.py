@@ -98,7 +98,7 @@ if cfg.train:
         from wmrl.world_model.backends import TransformersBackend
         from wmrl.world_model.llm import LLMWorldModel
 
-        llm_wm = LLMWorldModel(TransformersBackend(seed=cfg["FIDELITY_SEED"]), temperature=run_cfg.wm_temperature,
+        llm_wm = LLMWorldModel(TransformersBackend(), temperature=run_cfg.wm_temperature, seed=cfg["FIDELITY_SEED"],
                                time_limit_s=run_cfg.timeout_s, mode="holistic", max_new_tokens=96)
         preds = llm_wm.predict_many(items[:LLM_N])  # real outcomes are the static report's rows
         llm_rows = rep["rows"].iloc[:LLM_N].assign(item=range(LLM_N), world_model="SmolLM2-135M",

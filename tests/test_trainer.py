@@ -100,3 +100,28 @@ def test_plan_executes_every_group_for_grpo_none_for_wm_and_one_for_wmrl():
         assert executed.sum() == n_exec, arm
         assert n == (1 if arm == "anchor_only" else 8)
         assert predicted.sum() == (0 if arm in ("grpo", "anchor_only") else n), arm
+
+
+def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_their_worker_count(
+        tmp_path, monkeypatch):
+    import os
+
+    from wmrl.experiments import collect
+
+    trained = []
+    real_run_arm = collect.run_arm
+
+    def recording_run_arm(arm, preset, seed, out, **kw):
+        trained.append(kw.get("workers"))
+        return real_run_arm(arm, preset, seed, out, **kw)
+
+    monkeypatch.setattr(collect, "run_arm", recording_run_arm)
+    runs = collect.ensure_runs(["untrained"], [0], "smoke", results=tmp_path, progress=False, jobs=1)
+    cores = os.cpu_count() or 1
+    assert trained == [cores]  # one run at a time: it gets every core, one solution per core
+    stored = json.loads((tmp_path / "train/smoke/untrained/seed0/summary.json").read_text())["provenance"]["config"]
+    assert stored["workers"] == cores and len(runs) == 1
+    collect.ensure_runs(["untrained"], [0], "smoke", results=tmp_path, progress=False, jobs=cores + 1)
+    assert trained == [cores]  # same experiment, other scheduling: reused, not retrained
+    assert make_config("grpo", "small", workers=1).identity() == make_config("grpo", "small", workers=8).identity()
+    assert make_config("grpo", "small").identity() != make_config("grpo", "small", timeout_s=9.0).identity()

@@ -73,10 +73,11 @@ class ScriptedBackend:
     """Answers each conversation with ``script(check, attempt)``; counts generate calls and conversations."""
 
     def __init__(self, script):
-        self.script, self.calls, self.conversations, self.schemas = script, 0, [], []
+        self.script, self.calls, self.conversations, self.schemas, self.seeds = script, 0, [], [], []
 
-    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None):
+    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None, seeds=None):
         self.calls += 1
+        self.seeds.extend(seeds or [None] * len(conversations))
         self.conversations.extend(conversations)
         self.schemas.extend(json_schema if isinstance(json_schema, list) else [json_schema] * len(conversations))
         out = []
@@ -162,6 +163,22 @@ def test_many_solutions_are_asked_in_one_batch():
     predictions = wm.predict_many([(TASK, GOOD), (TASK, ""), (TASK, NO_SUBMISSION)])
     assert [p.status for p in predictions] == ["ok", "malformed", "ok"]
     assert (backend.calls, len(backend.conversations), wm.n_gated) == (1, 2 * len(CHECKS), 1)
+
+
+def test_reseeding_replays_the_seeds_asked_of_the_backend():
+    wm, backend = model(passing())
+    wm.reseed([3, 7])
+    wm.predict_many([(TASK, GOOD), (TASK, NO_SUBMISSION)])
+    wm.predict(TASK, GOOD)
+    first = list(backend.seeds)
+    assert len(first) == 3 * len(CHECKS) and len(set(first)) == len(first)  # one fresh seed per request
+    wm.reseed([3, 7])  # what the trainer does at the start of each step, so a resumed run replays it
+    wm.predict_many([(TASK, GOOD), (TASK, NO_SUBMISSION)])
+    wm.predict(TASK, GOOD)
+    assert backend.seeds[len(first):] == first
+    wm.reseed([3, 8])
+    wm.predict(TASK, GOOD)
+    assert not set(backend.seeds[2 * len(first):]) & set(first)
 
 
 def test_holistic_mode_asks_once_and_reads_the_failing_check():
@@ -321,6 +338,17 @@ def test_smollm2_in_process_predicts_real_solutions(smollm2):
     check_real_predictions(predictions, wm)
     print(f"\nSmolLM2 in-process (holistic): {seconds / len(SOLUTIONS):.1f} s per prediction, parse_fail "
           f"{wm.n_parse_fail}/{wm.n_calls - wm.n_repairs}, statuses {[p.status for p in predictions]}")
+
+
+@pytest.mark.slow
+def test_smollm2_sampling_follows_the_seeds_it_is_given(smollm2):
+    conversation = [{"role": "user", "content": "Name a colour."}]
+
+    def sample(seed):
+        return smollm2.generate([conversation], max_new_tokens=12, temperature=1.0, seeds=[seed])[0]
+
+    assert sample(11) == sample(11)
+    assert len({sample(s) for s in range(6)}) > 1  # temperature 1.0: six seeds do not all agree
 
 
 @pytest.mark.slow

@@ -67,7 +67,7 @@ def make_world_model(cfg: TrainConfig, seed: int):
     from wmrl.world_model.backends import TransformersBackend
     from wmrl.world_model.llm import LLMWorldModel
 
-    return LLMWorldModel(TransformersBackend(), temperature=cfg.wm_temperature)
+    return LLMWorldModel(TransformersBackend(), temperature=cfg.wm_temperature, seed=seed, time_limit_s=cfg.timeout_s)
 
 
 def per_category(tasks, k: int) -> list:

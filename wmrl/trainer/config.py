@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-__all__ = ["ARMS", "ArmSwitches", "TrainConfig", "arm_switches"]
+__all__ = ["ARMS", "SCHEDULING_FIELDS", "ArmSwitches", "TrainConfig", "arm_switches"]
+
+#: Fields that set how fast a run goes, not what it computes: two runs that differ only in these
+#: are the same experiment (see :meth:`TrainConfig.identity`). The sandbox's budget is wall-clock
+#: time on one dedicated core per worker, so ``workers`` must never exceed the free cores; the
+#: run collector sizes it so (:func:`wmrl.experiments.collect.ensure_runs`).
+SCHEDULING_FIELDS = ("workers",)
 
 #: The paper's arms plus the reviews' missing baseline (Sec. 4, Table 1 and Table 3).
 ARMS = ("untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only")
@@ -73,7 +79,7 @@ class TrainConfig:
     train_tasks: int = 0  # training tasks per category (the smallest first); 0: all of them
     timeout_s: float = 20.0  # real execution budget per run (paper: 1200 s on a GPU slot)
     memory_mb: int = 2048
-    workers: int = 2  # sandbox runs in parallel
+    workers: int = 2  # sandbox runs in parallel, one core each (more than the free cores distorts timeouts)
     memo: bool = True  # serve repeated (task, code) from the execution memo, charged at its cost
     checkpoint_every: int = 1
 
@@ -93,6 +99,10 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def identity(self) -> dict:
+        """The experiment this config defines: :meth:`to_dict` without the :data:`SCHEDULING_FIELDS`."""
+        return {k: v for k, v in asdict(self).items() if k not in SCHEDULING_FIELDS}
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:

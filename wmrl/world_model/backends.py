@@ -32,8 +32,11 @@ Conversation = list[dict]
 
 
 class Backend(Protocol):
+    """``seeds``, one per conversation, make sampling replayable (a resumed run asks the same)."""
+
     def generate(self, conversations: Sequence[Conversation], max_new_tokens: int = 160, temperature: float = 0.7,
-                 json_schema: dict | Sequence[dict | None] | None = None) -> list[str]: ...
+                 json_schema: dict | Sequence[dict | None] | None = None,
+                 seeds: Sequence[int] | None = None) -> list[str]: ...
 
 
 def _per_conversation(json_schema, n: int) -> list[dict | None]:
@@ -43,6 +46,15 @@ def _per_conversation(json_schema, n: int) -> list[dict | None]:
     if len(schemas) != n:
         raise ValueError(f"got {len(schemas)} JSON schemas for {n} conversations")
     return schemas
+
+
+def _per_request_seeds(seeds, n: int) -> list[int | None]:
+    if seeds is None:
+        return [None] * n
+    seeds = [int(x) for x in seeds]
+    if len(seeds) != n:
+        raise ValueError(f"got {len(seeds)} seeds for {n} conversations")
+    return seeds
 
 
 def smollm2_gguf() -> Path:
@@ -75,7 +87,9 @@ class TransformersBackend:
     """A Hugging Face causal LM in this process (``model``: a local folder, plus ``gguf_file`` for GGUF).
 
     Plain ``transformers`` cannot constrain decoding to a schema, so ``json_schema`` is ignored.
-    ``seed`` makes sampling reproducible without touching the caller's global torch RNG.
+    ``seed`` makes sampling reproducible without touching the caller's global torch RNG; a call's
+    ``seeds`` take precedence (a batch samples from the seed of its first conversation, since one
+    ``generate`` call shares one torch generator).
     """
 
     def __init__(self, model: str | None = None, gguf_file: str | None = None, device: str = "cpu",
@@ -91,13 +105,15 @@ class TransformersBackend:
     def name(self) -> str:
         return Path(self.gguf_file or self.model).stem
 
-    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None) -> list[str]:
+    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None, seeds=None) -> list[str]:
+        seeds = _per_request_seeds(seeds, len(conversations))
         replies: list[str] = []
         for start in range(0, len(conversations), self.batch_size):
-            replies.extend(self._batch(list(conversations[start:start + self.batch_size]), max_new_tokens, temperature))
+            replies.extend(self._batch(list(conversations[start:start + self.batch_size]), max_new_tokens, temperature,
+                                       seeds[start]))
         return replies
 
-    def _batch(self, conversations, max_new_tokens: int, temperature: float) -> list[str]:
+    def _batch(self, conversations, max_new_tokens: int, temperature: float, seed: int | None) -> list[str]:
         import torch
 
         prompts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
@@ -106,7 +122,9 @@ class TransformersBackend:
         sampling = {"do_sample": True, "temperature": temperature, "top_p": 0.95} if temperature > 0 else \
             {"do_sample": False}
         with torch.random.fork_rng(devices=[]), torch.inference_mode():
-            if self.seed is not None:
+            if seed is not None:
+                torch.manual_seed(seed)
+            elif self.seed is not None:
                 torch.manual_seed(self.seed + self._n_batches)
             self._n_batches += 1
             out = self.network.generate(**batch, max_new_tokens=max_new_tokens,
@@ -133,8 +151,8 @@ class OpenAICompatibleBackend:
         self.max_concurrency, self.timeout_s = int(max_concurrency), float(timeout_s)
         self.max_retries, self.backoff_s = int(max_retries), float(backoff_s)
 
-    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None) -> list[str]:
-        coroutine = self.agenerate(conversations, max_new_tokens, temperature, json_schema)
+    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None, seeds=None) -> list[str]:
+        coroutine = self.agenerate(conversations, max_new_tokens, temperature, json_schema, seeds)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -142,17 +160,22 @@ class OpenAICompatibleBackend:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop (Jupyter)
             return pool.submit(asyncio.run, coroutine).result()
 
-    async def agenerate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None) -> list[str]:
+    async def agenerate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None,
+                        seeds=None) -> list[str]:
         limit = asyncio.Semaphore(self.max_concurrency)
         schemas = _per_conversation(json_schema, len(conversations))
-        payloads = [self._payload(c, max_new_tokens, temperature, s) for c, s in zip(conversations, schemas)]
+        payloads = [self._payload(c, max_new_tokens, temperature, s, seed) for c, s, seed
+                    in zip(conversations, schemas, _per_request_seeds(seeds, len(conversations)))]
         # Own threads for the blocking sockets: the loop's default pool may be smaller than max_concurrency.
         with concurrent.futures.ThreadPoolExecutor(self.max_concurrency, "wmrl-openai") as pool:
             return list(await asyncio.gather(*(self._request(limit, pool, p) for p in payloads)))
 
-    def _payload(self, conversation, max_new_tokens: int, temperature: float, schema: dict | None) -> dict:
+    def _payload(self, conversation, max_new_tokens: int, temperature: float, schema: dict | None,
+                 seed: int | None = None) -> dict:
         payload = {"model": self.model, "messages": list(conversation), "max_tokens": int(max_new_tokens),
                    "temperature": float(temperature)}
+        if seed is not None:  # honoured by vLLM, SGLang and llama.cpp servers (not by wmrl's minimal one)
+            payload["seed"] = seed
         if schema is not None:
             payload["response_format"] = {"type": "json_schema",
                                           "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
@@ -200,12 +223,13 @@ class VLLMBackend:
         self.model = model
         self.llm = LLM(model=model, **engine_kwargs)
 
-    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None) -> list[str]:
+    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None, seeds=None) -> list[str]:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        params = [SamplingParams(max_tokens=max_new_tokens, temperature=temperature,
+        params = [SamplingParams(max_tokens=max_new_tokens, temperature=temperature, seed=seed,
                                  structured_outputs=StructuredOutputsParams(json=s) if s is not None else None)
-                  for s in _per_conversation(json_schema, len(conversations))]
+                  for s, seed in zip(_per_conversation(json_schema, len(conversations)),
+                                     _per_request_seeds(seeds, len(conversations)))]
         outputs = self.llm.chat([list(c) for c in conversations], sampling_params=params, use_tqdm=False)
         return [output.outputs[0].text for output in outputs]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
 from wmrl.world_model.parse import ParsedReply, parse_reply, repair_messages
 from wmrl.world_model.prompts import (
@@ -34,11 +36,13 @@ class LLMWorldModel:
     ``temperature`` 0.7 is the paper's world-model sampling temperature: the world model's noise
     (xi in r_hat = r + b + xi) is part of what Online Debiasing and IVD are there to absorb.
     ``time_limit_s`` and ``library_versions`` describe the sandbox the prediction is about.
+    ``seed`` starts the stream of per-request sampling seeds; the trainer calls :meth:`reseed`
+    each step, so that a resumed run asks the backend exactly what an uninterrupted one asked.
     """
 
     def __init__(self, backend, mode: str = "decomposed", temperature: float = 0.7, max_new_tokens: int = 160,
                  time_limit_s: float = 1200.0, library_versions: dict[str, str] | None = None,
-                 min_fail_confidence: float = 0.5, guided: bool = True):
+                 min_fail_confidence: float = 0.5, guided: bool = True, seed: int = 0):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if not 0.0 <= min_fail_confidence <= 1.0:
@@ -48,6 +52,11 @@ class LLMWorldModel:
         self.library_versions = default_library_versions() if library_versions is None else dict(library_versions)
         self.min_fail_confidence, self.guided = float(min_fail_confidence), guided
         self.n_predictions = self.n_gated = self.n_calls = self.n_repairs = self.n_parse_fail = 0
+        self.reseed(seed)
+
+    def reseed(self, seed) -> None:
+        """Restart the stream of sampling seeds (``seed``: anything ``numpy.random.default_rng`` takes)."""
+        self.rng = np.random.default_rng(seed)
 
     @property
     def parse_fail_rate(self) -> float:
@@ -84,8 +93,9 @@ class LLMWorldModel:
 
     def _generate(self, conversations: list[list[dict]], schemas: list[dict]) -> list[str]:
         self.n_calls += len(conversations)
+        seeds = self.rng.integers(0, 2**31 - 1, size=len(conversations)).tolist()
         return self.backend.generate(conversations, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
-                                     json_schema=schemas if self.guided else None)
+                                     json_schema=schemas if self.guided else None, seeds=seeds)
 
     def _ask(self, requests: list[tuple[str, list[dict]]]) -> list[tuple[ParsedReply, str]]:
         """Ask, validate, repair once: one (parsed reply, raw text) per request."""
