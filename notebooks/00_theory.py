@@ -80,9 +80,7 @@ from wmrl.calibration import OnlineDebiaser
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
 
 SUB = "theory"
-plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
-                     "axes.spines.right": False})
-COLORS = {"grpo": "k", "wm": "tab:red", "mix": "tab:orange", "od": "tab:blue", "wmrl": "tab:green"}
+nb.use_style()
 
 
 def save(df_or_dict, name, seed=None):
@@ -302,7 +300,7 @@ ax1.legend(fontsize=7, ncol=2)
 summ = thm3_final.groupby(["arm", "gamma"]).final_gap.agg(["mean", "std"]).reset_index()
 for arm, lab in (("wm", "world model only"), ("grpo", "real rewards (GRPO)")):
     d = summ[summ.arm == arm]
-    ax2.errorbar(d.gamma, d["mean"], yerr=d["std"].fillna(0), marker="o", capsize=3, color=COLORS[arm], label=lab)
+    ax2.errorbar(d.gamma, d["mean"], yerr=d["std"].fillna(0), marker="o", capsize=3, color=nb.ARM_COLORS[arm], label=lab)
 ax2.axhline(FLOOR, color="tab:red", lw=1, ls="--", alpha=0.6, label="predicted bias floor")
 ax2.set(xscale="log", yscale="log", xlabel="step size γ", ylabel="final gap (last 25% of steps)",
         title="Theorem 3: the floor does not move with γ")
@@ -434,9 +432,9 @@ thm4_bias_arm = load("thm4_arm_bias")
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
 for arm in ARMS:
     m = thm4[thm4.arm == arm].groupby("step")[["gap", "bias2"]].mean()
-    ax1.plot(m.index, m.gap, color=COLORS[arm], label=arm)
+    ax1.plot(m.index, m.gap, color=nb.ARM_COLORS[arm], label=arm)
     if arm != "grpo":
-        ax2.plot(m.index, m.bias2, color=COLORS[arm], label=arm)
+        ax2.plot(m.index, m.bias2, color=nb.ARM_COLORS[arm], label=arm)
 ax1.axhline(FLOOR, color="tab:red", lw=1, ls="--", alpha=0.6)
 ax1.set(yscale="log", xlabel="step", ylabel="suboptimality gap", title=f"Gap, γ={cfg['THEORY_GAMMA']:g}")
 ax2.set(yscale="log", xlabel="step", ylabel="squared reward bias $B^2$ under π", title="Bias of the rewards trained on")
@@ -633,7 +631,7 @@ axes[0, 1].set_yscale("log")
 ax = axes[1, 1]
 for arm in ("wm", "od", "wmrl"):
     d = a6[a6.arm == arm].groupby("step").gap.mean()
-    ax.plot(d.index, d, color=COLORS[arm], label=arm)
+    ax.plot(d.index, d, color=nb.ARM_COLORS[arm], label=arm)
 g = thm4[thm4.arm == "grpo"].groupby("step").gap.mean()
 ax.plot(g.index, g, color="k", label="grpo (real rewards)")
 ax.axvline(hack_from, color="k", lw=0.8, ls=":")

@@ -61,9 +61,7 @@ from wmrl.experiments import paper, report
 from wmrl.experiments.collect import ensure_runs, load_runs, load_table
 
 ARMS_HERE = list(cfg["MAIN_ARMS"])
-COLORS = {"untrained": "tab:gray", "grpo": "k", "wm": "tab:red", "wmrl": "tab:green", "anchor_only": "tab:purple",
-          "mix": "tab:orange", "ivd": "tab:cyan", "od": "tab:blue"}
-plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+nb.use_style()
 
 if cfg.train:
     ensure_runs(ARMS_HERE, cfg.seeds, cfg.preset, cfg.results_dir)
@@ -123,9 +121,9 @@ avg = report.arm_summary(runs, "avg", ARMS_HERE, 100)
 exe = report.arm_summary(runs, "execution_charged_h", ARMS_HERE)
 curves = report.eval_curves(load_table(runs, "eval"))
 fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-report.bar_ci(axes[0], avg, COLORS, "held-out Avg (percentile points)", "Held-out score (95% CI over seeds)")
-report.bar_ci(axes[1], exe, COLORS, "charged execution (CPU-hours)", "Execution compute")
-report.plot_curves(axes[2], curves, ARMS_HERE, COLORS)
+report.bar_ci(axes[0], avg, "held-out Avg (percentile points)", "Held-out score (95% CI over seeds)")
+report.bar_ci(axes[1], exe, "charged execution (CPU-hours)", "Execution compute")
+report.plot_curves(axes[2], curves, ARMS_HERE)
 fig.tight_layout()
 nb.save_figure(fig, "01_main_table", cfg, "Held-out Avg (95% CI over seeds), charged execution CPU-hours and "
                "learning curves of untrained / grpo / wm / wmrl (Table 1 analog).",

@@ -64,8 +64,7 @@ from wmrl.experiments import paper, report
 from wmrl.experiments.collect import ensure_runs, load_runs, load_table
 
 ARMS_HERE = list(cfg["ABLATION_ARMS"])
-COLORS = {"grpo": "k", "mix": "tab:orange", "ivd": "tab:cyan", "od": "tab:blue", "wmrl": "tab:green"}
-plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+nb.use_style()
 
 if cfg.train:
     ensure_runs(ARMS_HERE, cfg.seeds, cfg.preset, cfg.results_dir)
@@ -99,8 +98,8 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 avg = report.arm_summary(runs, "avg", ARMS_HERE, 100)
 curves = report.eval_curves(load_table(runs, "eval"))
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-report.bar_ci(axes[0], avg, COLORS, "held-out Avg (percentile points)", "Ablation (95% CI over seeds)")
-report.plot_curves(axes[1], curves, ARMS_HERE, COLORS, alpha=0.12)
+report.bar_ci(axes[0], avg, "held-out Avg (percentile points)", "Ablation (95% CI over seeds)")
+report.plot_curves(axes[1], curves, ARMS_HERE, alpha=0.12)
 fig.tight_layout()
 nb.save_figure(fig, "02_ablations", cfg, "Held-out Avg of grpo and the four Table 3 rows (mix = neither, ivd, od, "
                "wmrl = both), 95% CI over seeds, and learning curves.",

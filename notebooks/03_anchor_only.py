@@ -59,8 +59,7 @@ ARMS_HERE = list(cfg["ANCHOR_ARMS"])
 if not {"anchor_only", "wmrl"} <= set(ARMS_HERE):
     raise nb.ParameterError(f"ANCHOR_ARMS must include 'anchor_only' and 'wmrl' (got {ARMS_HERE}); "
                             "papermill: -y 'ANCHOR_ARMS: [grpo, anchor_only, wmrl]'")
-COLORS = {"grpo": "k", "anchor_only": "tab:purple", "wmrl": "tab:green"}
-plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+nb.use_style()
 
 if cfg.train:
     ensure_runs(ARMS_HERE, cfg.seeds, cfg.preset, cfg.results_dir)
@@ -91,8 +90,8 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 avg = report.arm_summary(runs, "avg", ARMS_HERE, 100)
 curves = report.eval_curves(load_table(runs, "eval"))
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-report.bar_ci(axes[0], avg, COLORS, "held-out Avg (percentile points)", "Same execution budget: with and without a WM")
-report.plot_curves(axes[1], curves, ARMS_HERE, COLORS, alpha=0.12)
+report.bar_ci(axes[0], avg, "held-out Avg (percentile points)", "Same execution budget: with and without a WM")
+report.plot_curves(axes[1], curves, ARMS_HERE, alpha=0.12)
 fig.tight_layout()
 nb.save_figure(fig, "03_anchor_only", cfg, "Held-out Avg of anchor-only GRPO (the anchor groups alone, no world "
                "model) against WMRL at the same execution budget and full GRPO (95% CI over seeds).",

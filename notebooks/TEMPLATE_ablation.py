@@ -59,6 +59,7 @@ from wmrl.experiments import report
 from wmrl.experiments.collect import ensure_runs, load_runs, load_table
 from wmrl.experiments.run import make_config
 
+nb.use_style()
 try:  # a wrong switch fails here, naming the known fields
     make_config(ABL_BASE_ARM, cfg.preset, **ABL_OVERRIDES)
 except (TypeError, ValueError) as e:
@@ -87,9 +88,10 @@ print(table.to_string())
 # %%
 steps = load_table(runs, "steps")
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-report.bar_ci(axes[0], report.arm_summary(runs, "avg", [BASE, VARIANT], 100), {BASE: "tab:green", VARIANT: "tab:olive"},
-              "held-out Avg (percentile points)", f"{BASE} vs {VARIANT}")
-for arm, color in ((BASE, "tab:green"), (VARIANT, "tab:olive")):
+COLORS = {BASE: "tab:green", VARIANT: "tab:olive"}  # the variant is not in nb.ARM_COLORS
+report.bar_ci(axes[0], report.arm_summary(runs, "avg", [BASE, VARIANT], 100), "held-out Avg (percentile points)",
+              f"{BASE} vs {VARIANT}", colors=COLORS)
+for arm, color in COLORS.items():
     m = steps[steps.arm == arm].groupby("step").train_reward.mean()
     axes[1].plot(m.index, m, "o-", ms=3, color=color, label=arm)
 axes[1].set(xlabel="step", ylabel="training reward", title="Training reward (mean over seeds)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import stat
 import threading
 
 import numpy as np
@@ -223,10 +224,11 @@ def test_every_source_loads_without_the_network(monkeypatch):
         assert (src.images is not None) == (src.category == "image"), loader
 
 
-def test_preparing_a_task_twice_gives_identical_files(tmp_path):
+def test_preparing_a_task_twice_gives_identical_files_with_answers_readable_by_the_owner_only(tmp_path):
     src = load_source("iris")
     a, b = prepare.write_task(src, tmp_path / "a"), prepare.write_task(src, tmp_path / "b")
     assert a["checksum"] == b["checksum"]
+    assert stat.S_IMODE((tmp_path / "a" / "private").stat().st_mode) == 0o700
 
 
 def test_ensure_pool_builds_once_under_concurrent_first_uses_and_rebuilds_on_a_new_version(tmp_path, monkeypatch):

@@ -127,6 +127,26 @@ def test_it_never_opens_private_files(tasks, monkeypatch):
         wm.predict(task, CLEAN)
 
 
+def test_the_model_is_told_how_the_sandbox_starts_scripts_and_its_time_limit(tasks):
+    from types import SimpleNamespace
+
+    from wmrl.world_model.static import COLD_STARTUP_S, WARM_STARTUP_S, estimate_seconds
+    from wmrl.world_model.static_analysis import analyse
+
+    def sandbox(isolation):
+        return SimpleNamespace(isolation=isolation, limits=SimpleNamespace(timeout_s=2.0))
+
+    warm = ProgramAnalysisWorldModel.for_sandbox(sandbox("mnt+net+pid+uid+memcg+warm"), temperature=1)
+    cold = ProgramAnalysisWorldModel.for_sandbox(sandbox("mnt+net+pid+uid+memcg"), temperature=1)
+    assert (warm.startup_s, cold.startup_s, warm.time_limit_s) == (WARM_STARTUP_S, COLD_STARTUP_S, 2.0)
+    facts = analyse(tasks["tabular"], CLEAN)
+    gap = estimate_seconds(tasks["tabular"], facts, COLD_STARTUP_S) - estimate_seconds(tasks["tabular"], facts, WARM_STARTUP_S)
+    assert gap == pytest.approx(COLD_STARTUP_S - WARM_STARTUP_S)
+    budget = {wm: next(v for v in wm.predict(tasks["tabular"], CLEAN).verdicts if v["check"] == "compute_budget")
+              for wm in (warm, cold)}
+    assert budget[warm]["confidence"] > budget[cold]["confidence"]  # further from the limit, surer of passing
+
+
 def test_a_prediction_costs_well_under_a_tenth_of_a_second(tasks):
     wm = ProgramAnalysisWorldModel()
     wm.predict(tasks["tabular"], CLEAN)  # warm the library imports

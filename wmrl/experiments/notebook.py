@@ -31,6 +31,7 @@ import yaml
 from wmrl.provenance import atomic_path, provenance, write_json_atomic
 
 __all__ = [
+    "ARM_COLORS",
     "COMMON_KEYS",
     "MODES",
     "NotebookConfig",
@@ -44,12 +45,27 @@ __all__ = [
     "provenance_table",
     "save_figure",
     "save_results",
+    "use_style",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
 PARAMS_DIR = REPO / "params"
 MODES = ("replay", "train")
 COMMON_KEYS = ("MODE", "PRESET", "SEEDS", "RESULTS_DIR", "FIGURES_DIR")
+
+#: One colour per arm in every notebook's figures (``sft`` is the VLA analog's untrained policy).
+ARM_COLORS = {"untrained": "tab:gray", "sft": "0.5", "grpo": "k", "wm": "tab:red", "mix": "tab:orange",
+              "ivd": "tab:cyan", "od": "tab:blue", "wmrl": "tab:green", "anchor_only": "tab:purple"}
+#: The notebooks' matplotlib settings.
+STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
+         "axes.spines.right": False}
+
+
+def use_style() -> None:
+    """Apply :data:`STYLE`: every notebook's figures look alike."""
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(STYLE)
 
 
 class ParameterError(ValueError):

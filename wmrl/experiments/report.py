@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from wmrl.experiments.collect import mean_ci
-from wmrl.experiments.notebook import ParameterError
+from wmrl.experiments.notebook import ARM_COLORS, ParameterError
 from wmrl.experiments.paper import ANCHOR_SHARE_APPENDIX, ANCHOR_SHARE_TEXT, gpu_hours
 from wmrl.ledger import COMPONENTS
 
@@ -191,9 +191,12 @@ def eval_curves(evals: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def bar_ci(ax, summary: pd.DataFrame, colors: dict | None = None, ylabel: str = "", title: str = "") -> None:
-    """Bars of ``summary`` (from :func:`arm_summary`) with 95% error bars (none with one seed)."""
-    colors = colors or {}
+def bar_ci(ax, summary: pd.DataFrame, ylabel: str = "", title: str = "", *, colors: dict | None = None) -> None:
+    """Bars of ``summary`` (from :func:`arm_summary`) with 95% error bars (none with one seed).
+
+    ``colors`` maps arm -> colour (default :data:`~wmrl.experiments.notebook.ARM_COLORS`).
+    """
+    colors = ARM_COLORS if colors is None else colors
     x = np.arange(len(summary))
     err = np.vstack([summary["mean"] - summary["lo"], summary["hi"] - summary["mean"]])
     ax.bar(x, summary["mean"], color=[colors.get(a, "tab:gray") for a in summary.index],
@@ -202,9 +205,9 @@ def bar_ci(ax, summary: pd.DataFrame, colors: dict | None = None, ylabel: str = 
     ax.set(ylabel=ylabel, title=title)
 
 
-def plot_curves(ax, curves: pd.DataFrame, arms, colors: dict | None = None, alpha: float = 0.15) -> None:
+def plot_curves(ax, curves: pd.DataFrame, arms, *, colors: dict | None = None, alpha: float = 0.15) -> None:
     """Held-out learning curves (from :func:`eval_curves`): mean per evaluation step and its 95% band."""
-    colors = colors or {}
+    colors = ARM_COLORS if colors is None else colors
     for arm in arms:
         c = curves[curves.arm == arm]
         ax.plot(c.step, c["mean"], "o-", color=colors.get(arm), label=arm)

@@ -59,11 +59,12 @@ def make_policy(seed: int, task_dim: int) -> AgentPolicy:
     return AgentPolicy([len(s.options) for s in grammar.SLOTS], task_dim, priors=prior_probabilities())
 
 
-def make_world_model(cfg: TrainConfig, seed: int):
+def make_world_model(cfg: TrainConfig, seed: int, sandbox):
+    """The frozen world model of ``cfg``, told the facts of the ``sandbox`` whose outcomes it predicts."""
     if cfg.world_model == "static":
         from wmrl.world_model.static import ProgramAnalysisWorldModel
 
-        return ProgramAnalysisWorldModel(temperature=cfg.wm_temperature, seed=seed, time_limit_s=cfg.timeout_s)
+        return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.wm_temperature, seed=seed)
     from wmrl.world_model.backends import TransformersBackend
     from wmrl.world_model.llm import LLMWorldModel
 
@@ -123,7 +124,7 @@ def run_arm(arm: str, preset: str = "small", seed: int = 0, out: str | Path | No
     ledger, eval_ledger = ComputeLedger(), ComputeLedger()
     sandbox = Sandbox("local", timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb)
     db = ExecutionMemo(memo_path or REPO / "data" / "memo.sqlite", _memo_salt(pool, cfg)) if cfg.memo else None
-    wm = make_world_model(cfg, seed) if cfg.switches.world_model else None
+    wm = make_world_model(cfg, seed, sandbox) if cfg.switches.world_model else None
     scorer = Scorer(sandbox, wm, ledger, db, cfg.workers)
     eval_scorer = Scorer(sandbox, None, eval_ledger, db, cfg.workers)
     learner = GRPOLearner(cfg, make_policy(seed, len(grammar.task_features(train_tasks[0]))))

@@ -75,7 +75,7 @@ def write_task(src: Source, folder: Path) -> dict:
     frame.insert(0, "id", np.arange(1, n + 1))
     pub, priv = folder / "public", folder / "private"
     pub.mkdir(parents=True)
-    priv.mkdir()
+    priv.mkdir(mode=0o700)  # a second wall behind the sandbox's mount namespace: other uids cannot list it
     images = None
     if src.images is not None:
         images = src.images[order]

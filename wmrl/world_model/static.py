@@ -26,7 +26,7 @@ import numpy as np
 from wmrl.world_model.base import CHECKS, QUALITY_BUCKETS, QUALITY_PERCENTILE, Prediction, aggregate, gate
 from wmrl.world_model.static_analysis import Facts, analyse
 
-__all__ = ["QUALITY_PRIOR", "ProgramAnalysisWorldModel", "estimate_seconds"]
+__all__ = ["COLD_STARTUP_S", "QUALITY_PRIOR", "WARM_STARTUP_S", "ProgramAnalysisWorldModel", "estimate_seconds"]
 
 #: Expected leaderboard position score per (model family, category): reasonable priors written
 #: down once (a forest is a strong tabular baseline, linear models lead on TF-IDF text, ...),
@@ -45,7 +45,13 @@ _FAMILY_OF = (("Dummy", "dummy"), ("LogisticRegression", "linear"), ("Ridge", "l
               ("SGD", "linear"), ("KNeighbors", "knn"), ("NB", "naive_bayes"), ("DecisionTree", "tree"),
               ("RandomForest", "forest"), ("ExtraTrees", "forest"), ("GradientBoosting", "boosting"),
               ("SVC", "svm"), ("SVR", "svm"))
-_STARTUP_S = 1.5  # interpreter, pandas and scikit-learn imports
+#: Seconds before a script's first fit: a fresh interpreter importing pandas and scikit-learn
+#: (``python -m wmrl.sandbox.bench``: 2.9 s cold on this 2-core machine), versus the local sandbox's
+#: warm server, which forks an interpreter that has them loaded (0.15 s for the same script).
+#: Which one a prediction assumes is a fact about the sandbox, like its time limit: with a 2 s
+#: budget, assuming a cold start predicted a timeout for 15 of 32 scripts that ran ok.
+COLD_STARTUP_S = 1.5
+WARM_STARTUP_S = 0.1
 
 
 def _family(name: str) -> str | None:
@@ -89,12 +95,12 @@ def _fit_seconds(family: str, kw: dict, n: float, d: float, k: int, text: bool) 
     return n * d * 1e-8  # dummy, naive Bayes
 
 
-def estimate_seconds(task, facts: Facts) -> float:
+def estimate_seconds(task, facts: Facts, startup_s: float = COLD_STARTUP_S) -> float:
     """Wall time of the whole script: startup, data loading, every fit (holdout, CV folds, final)."""
     n = float(max(task.n_rows, 2))
     d = _n_features(task, facts)
     k = len(task.classes) if task.classes and len(task.classes) > 2 else 1
-    total = _STARTUP_S + (n * 2e-3 if task.category == "image" else n * d * 1e-7)
+    total = startup_s + (n * 2e-3 if task.category == "image" else n * d * 1e-7)
     for inst in facts.models:
         name = (inst.steps or (inst.cls.__name__,))[-1]
         family = _family(name)
@@ -141,11 +147,18 @@ def _temper(p: np.ndarray, temperature: float) -> np.ndarray:
 class ProgramAnalysisWorldModel:
     """Static-analysis world model; see the module docstring. Frozen: it has no parameters to train."""
 
-    def __init__(self, temperature: float = 0.7, seed: int = 0, time_limit_s: float = 60.0):
+    def __init__(self, temperature: float = 0.7, seed: int = 0, time_limit_s: float = 60.0,
+                 startup_s: float = COLD_STARTUP_S):
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
-        self.temperature, self.time_limit_s = float(temperature), float(time_limit_s)
+        self.temperature, self.time_limit_s, self.startup_s = float(temperature), float(time_limit_s), float(startup_s)
         self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def for_sandbox(cls, sandbox, temperature: float = 0.7, seed: int = 0) -> ProgramAnalysisWorldModel:
+        """A model told the facts of the sandbox it predicts: its time limit and how its scripts start."""
+        warm = sandbox.isolation.endswith("+warm")
+        return cls(temperature, seed, sandbox.limits.timeout_s, WARM_STARTUP_S if warm else COLD_STARTUP_S)
 
     def reseed(self, seed) -> None:
         """Restart the sampling stream (the trainer reseeds per step so a resumed run replays it)."""
@@ -160,7 +173,7 @@ class ProgramAnalysisWorldModel:
         if gated is not None:
             return gated
         facts = analyse(task, code)
-        seconds = estimate_seconds(task, facts)
+        seconds = estimate_seconds(task, facts, self.startup_s)
         u = self.rng.random(len(CHECKS))
         verdicts = []
         for i, check in enumerate(CHECKS):
