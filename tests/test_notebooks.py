@@ -83,6 +83,19 @@ def test_every_notebook_has_a_paired_script_and_a_parameters_cell():
             assert f"{key} =" in params[0].source, f"{name}'s parameters cell lacks {key}"
 
 
+@pytest.mark.parametrize("name", NAMES + TEMPLATES)
+def test_the_committed_notebook_holds_the_code_of_its_paired_script(name):
+    """An edit to ``NAME.py`` must reach ``NAME.ipynb`` (``jupytext --sync``): the tests run the latter."""
+    import jupytext
+
+    def sources(notebook):
+        return [(c.cell_type, c.source.strip()) for c in notebook.cells if c.source.strip()]
+
+    script = jupytext.read(NOTEBOOKS / f"{name}.py")
+    committed = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    assert sources(script) == sources(committed), f"run `jupytext --sync notebooks/{name}.py`"
+
+
 def test_an_unknown_preset_lists_the_available_ones():
     with pytest.raises(nb.ParameterError, match="smoke"):
         nb.load_preset("no_such_preset")
