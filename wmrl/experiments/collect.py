@@ -24,7 +24,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from wmrl.experiments.run import RESULTS, make_config, run_arm
-from wmrl.trainer.config import SCHEDULING_FIELDS
+from wmrl.trainer.config import SCHEDULING_FIELDS, experiment_identity
 
 __all__ = ["ensure_runs", "load_runs", "load_table", "mean_ci"]
 
@@ -67,7 +67,8 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
             out = _run_dir(results, preset, arm, seed, tag)
             summary = out / "summary.json"
             want = make_config(arm, preset, seed, **overrides).identity()
-            if not (summary.exists() and _identity(json.loads(summary.read_text())["provenance"]["config"]) == want):
+            stored = json.loads(summary.read_text())["provenance"]["config"] if summary.exists() else None
+            if stored is None or experiment_identity(stored) != want:
                 todo.append((arm, seed, out))
     jobs = max(1, min(int(jobs or os.environ.get("WMRL_JOBS", "1")), len(todo)))
     overrides.setdefault("workers", max(1, (os.cpu_count() or 1) // jobs))
@@ -83,11 +84,6 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
                             disable=not progress):
                 fut.result()  # re-raise a failed run's error; the runs that finished are on disk
     return load_runs(preset, results, arms=arms, seeds=seeds, tag=tag)
-
-
-def _identity(config: dict) -> dict:
-    """A stored run's config as :meth:`~wmrl.trainer.config.TrainConfig.identity` would give it."""
-    return {k: v for k, v in config.items() if k not in SCHEDULING_FIELDS}
 
 
 def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, seeds=None,

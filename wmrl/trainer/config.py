@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-__all__ = ["ARMS", "SCHEDULING_FIELDS", "ArmSwitches", "TrainConfig", "arm_switches"]
+__all__ = ["ARMS", "SCHEDULING_FIELDS", "ArmSwitches", "TrainConfig", "arm_switches", "experiment_identity"]
 
 #: Fields that set how fast a run goes, not what it computes: two runs that differ only in these
-#: are the same experiment (see :meth:`TrainConfig.identity`). The sandbox's budget is wall-clock
+#: are the same experiment (see :func:`experiment_identity`). The sandbox's budget is wall-clock
 #: time on one dedicated core per worker, so ``workers`` must never exceed the free cores; the
 #: run collector sizes it so (:func:`wmrl.experiments.collect.ensure_runs`).
 SCHEDULING_FIELDS = ("workers",)
+
+
+def experiment_identity(config: dict) -> dict:
+    """The experiment a config dict (a stored run's, or ``TrainConfig.to_dict()``) defines.
+
+    Its fields without the :data:`SCHEDULING_FIELDS`: what two runs must share to be the same run.
+    """
+    return {k: v for k, v in config.items() if k not in SCHEDULING_FIELDS}
+
 
 #: The paper's arms plus the reviews' missing baseline (Sec. 4, Table 1 and Table 3).
 ARMS = ("untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only")
@@ -101,8 +110,8 @@ class TrainConfig:
         return asdict(self)
 
     def identity(self) -> dict:
-        """The experiment this config defines: :meth:`to_dict` without the :data:`SCHEDULING_FIELDS`."""
-        return {k: v for k, v in asdict(self).items() if k not in SCHEDULING_FIELDS}
+        """The experiment this config defines (:func:`experiment_identity` of :meth:`to_dict`)."""
+        return experiment_identity(self.to_dict())
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
