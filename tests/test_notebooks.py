@@ -123,6 +123,32 @@ def test_a_closed_choice_rejects_an_unknown_arm(tmp_path):
         nb.check_params(ns, notebook="t", keys=["ARMS"], choices={"ARMS": ["grpo", "wmrl"]})
 
 
+def test_a_figure_traces_every_source_to_its_provenance(tmp_path):
+    import json
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    cfg = nb.check_params({"MODE": "train", "PRESET": "smoke", "SEEDS": [0], "RESULTS_DIR": str(tmp_path / "results"),
+                           "FIGURES_DIR": str(tmp_path / "figures")}, notebook="t")
+    table = nb.save_results(pd.DataFrame({"a": [1]}), "x", cfg, "sub")  # a sidecar beside it
+    runs = []
+    for seed in (0, 1):  # trainer runs: provenance inside summary.json, tables beside it
+        run = cfg.results_dir / "train" / "smoke" / "grpo" / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"provenance": {"seed": seed, "git_commit": "abc"}}))
+        pd.DataFrame({"s": [1]}).to_parquet(run / "ledger.parquet")
+        runs.append(run)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    path = nb.save_figure(fig, "f", cfg, "a caption", sources=[table, runs[0] / "summary.json", runs[1] / "ledger.parquet"])
+    plt.close(fig)
+    sources = json.loads(path.with_name("f.png.provenance.json").read_text())["sources"]
+    assert sources["sub/x.parquet"]["config"]["notebook"] == "t"
+    assert sources["train/smoke/grpo/seed0/summary.json"]["seed"] == 0
+    assert sources["train/smoke/grpo/seed1/ledger.parquet"]["seed"] == 1
+
+
 def test_results_round_trip_with_a_provenance_sidecar(tmp_path):
     import pandas as pd
 

@@ -188,6 +188,19 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".provenance.json")
 
 
+def _provenance_of(result: Path) -> dict | None:
+    """A result file's provenance: its sidecar, else the ``provenance`` that a training run keeps
+    in its own JSON (a VLA run's file, a trainer run's ``summary.json`` beside its tables)."""
+    if _sidecar(result).is_file():
+        return json.loads(_sidecar(result).read_text())
+    for holder in (result, result.with_name("summary.json")):
+        if holder.suffix == ".json" and holder.is_file():
+            found = json.loads(holder.read_text()).get("provenance")
+            if found:
+                return found
+    return None
+
+
 def save_results(obj, name: str, cfg: NotebookConfig, subdir: str, seed: int | None = None) -> Path:
     """Write a result (DataFrame -> parquet, dict -> JSON) and its provenance sidecar, atomically.
 
@@ -240,8 +253,8 @@ def provenance_table(cfg: NotebookConfig, subdir: str) -> pd.DataFrame:
 def save_figure(fig, name: str, cfg: NotebookConfig, caption: str, sources=()) -> Path:
     """Write ``figures/<name>.png`` and ``<name>.png.provenance.json`` (caption + its sources).
 
-    The sidecar names the result files the figure was drawn from and copies their provenance,
-    so a figure can be traced to the run that produced its numbers. The PNG itself carries no
+    The sidecar names the result files the figure was drawn from (relative to ``RESULTS_DIR``)
+    and copies their provenance, so a figure can be traced to the runs that produced its numbers. The PNG itself carries no
     date or commit, so replaying unchanged results gives identical bytes, and an unchanged file is
     not rewritten (nbval's replay of the committed notebooks leaves ``figures/`` untouched).
     """
@@ -252,10 +265,10 @@ def save_figure(fig, name: str, cfg: NotebookConfig, caption: str, sources=()) -
         with atomic_path(path) as tmp:
             tmp.write_bytes(buf.getvalue())
     side = {"figure": path.name, "caption": caption, "notebook": cfg.notebook, "sources": {}}
-    for src in sources:
-        src = Path(src)
-        prov = _sidecar(src)
-        side["sources"][src.name] = json.loads(prov.read_text()) if prov.is_file() else None
+    for src in map(Path, sources):
+        src = src.resolve()
+        key = str(src.relative_to(cfg.results_dir)) if src.is_relative_to(cfg.results_dir) else src.name
+        side["sources"][key] = _provenance_of(src)
     text = json.dumps(side, indent=2, sort_keys=True, default=str) + "\n"
     if not _sidecar(path).is_file() or _sidecar(path).read_text() != text:
         write_json_atomic(_sidecar(path), side)
