@@ -45,6 +45,9 @@ __all__ = [
     "TrainConfig",
     "WorldModelConfig",
     "apply_overrides",
+    "at_least",
+    "build_config",
+    "check_section",
     "experiment_identity",
     "parse_set",
 ]
@@ -54,8 +57,11 @@ class ConfigError(ValueError):
     """A configuration value or field name is wrong; the message says what to pass instead."""
 
 
-def _check_section(obj) -> None:
-    """Type-check a section's fields: ``Literal`` choices, numbers, booleans, optional strings."""
+def check_section(obj) -> None:
+    """Type-check a section's fields: ``Literal`` choices, numbers, booleans, optional strings.
+
+    Every config section (here and in :mod:`wmrl.vla.config`) calls it from ``__post_init__``.
+    """
     hints = typing.get_type_hints(type(obj))
     for f in fields(obj):
         value, hint = getattr(obj, f.name), hints[f.name]
@@ -80,7 +86,8 @@ def _check_section(obj) -> None:
             raise ConfigError(f"{where} must be a string or null, got {value!r}")
 
 
-def _at_least(obj, **minimums) -> None:
+def at_least(obj, **minimums) -> None:
+    """Refuse a section's field below its minimum, naming it: ``at_least(self, steps=1)``."""
     for name, low in minimums.items():
         if getattr(obj, name) < low:
             raise ConfigError(f"{obj.SECTION}.{name} must be >= {low}, got {getattr(obj, name)}")
@@ -99,7 +106,7 @@ class AgentConfig:
     model: str = "smollm2-135m"
 
     def __post_init__(self):
-        _check_section(self)
+        check_section(self)
 
 
 @dataclass(frozen=True)
@@ -120,8 +127,8 @@ class TrainConfig:
     checkpoint_every: int = 1  # steps between checkpoints (a killed run resumes from the last)
 
     def __post_init__(self):
-        _check_section(self)
-        _at_least(self, steps=0, groups_per_step=1, group_size=1, max_turns=1, checkpoint_every=1, train_tasks=0)
+        check_section(self)
+        at_least(self, steps=0, groups_per_step=1, group_size=1, max_turns=1, checkpoint_every=1, train_tasks=0)
 
 
 @dataclass(frozen=True)
@@ -143,12 +150,12 @@ class MethodConfig:
     fusion: Literal["normalized", "scale_only"] = "normalized"
 
     def __post_init__(self):
-        _check_section(self)
+        check_section(self)
         if not 0.0 <= self.anchor_fraction <= 1.0:
             raise ConfigError(f"method.anchor_fraction must be in [0, 1], got {self.anchor_fraction}")
         if self.rho_max < 1.0:
             raise ConfigError(f"method.rho_max must be >= 1, got {self.rho_max}")
-        _at_least(self, anchor_min=0, od_min_pairs=2, od_refit_every=1, ivd_warmup_groups=0, ivd_window=1)
+        at_least(self, anchor_min=0, od_min_pairs=2, od_refit_every=1, ivd_warmup_groups=0, ivd_window=1)
 
 
 @dataclass(frozen=True)
@@ -169,7 +176,7 @@ class WorldModelConfig:
     temperature: float = 0.7  # the world model samples its verdicts (paper: T = 0.7)
 
     def __post_init__(self):
-        _check_section(self)
+        check_section(self)
         if self.kind == "llm" and self.backend == "openai" and not self.base_url:
             raise ConfigError("world_model.backend='openai' needs world_model.base_url, e.g. "
                               "--set world_model.base_url=http://127.0.0.1:8000/v1")
@@ -191,8 +198,8 @@ class SandboxConfig:
     memo: bool = True
 
     def __post_init__(self):
-        _check_section(self)
-        _at_least(self, workers=1, memory_mb=64, gpus=0)
+        check_section(self)
+        at_least(self, workers=1, memory_mb=64, gpus=0)
         if self.timeout_s <= 0:
             raise ConfigError(f"sandbox.timeout_s must be > 0, got {self.timeout_s}")
 
@@ -207,8 +214,8 @@ class EvalConfig:
     tasks: int = 0  # held-out tasks per category (the smallest first); 0: all of them
 
     def __post_init__(self):
-        _check_section(self)
-        _at_least(self, every=1, samples=1, tasks=0)
+        check_section(self)
+        at_least(self, every=1, samples=1, tasks=0)
 
 
 @dataclass(frozen=True)
@@ -220,7 +227,7 @@ class PathsConfig:
     pool: str | None = None  # a task pool folder (default: the small pool under the data root)
 
     def __post_init__(self):
-        _check_section(self)
+        check_section(self)
 
 
 _SECTIONS = {"agent": AgentConfig, "train": TrainConfig, "method": MethodConfig, "world_model": WorldModelConfig,
@@ -266,17 +273,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, d: dict) -> RunConfig:
         """Build from a nested dict; an unknown section or field is named with the closest known one."""
-        d = dict(d)
-        top = {k: d.pop(k) for k in ("arm", "seed") if k in d}
-        sections = {}
-        for name, value in d.items():
-            if name not in _SECTIONS:
-                raise ConfigError(f"unknown config section {name!r}{_did_you_mean(name, _SECTIONS)}; "
-                                  f"sections: {sorted(_SECTIONS)}")
-            if not isinstance(value, dict):
-                raise ConfigError(f"config section {name!r} must be a mapping of fields, got {value!r}")
-            sections[name] = _section(_SECTIONS[name], value)
-        return cls(**top, **sections)
+        return build_config(cls, d)
 
     def with_overrides(self, overrides: dict | None) -> RunConfig:
         """A copy with dotted ``{"section.field": value}`` overrides applied (see :func:`apply_overrides`)."""
@@ -300,6 +297,24 @@ def _did_you_mean(name: str, known) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def build_config(cls, d: dict):
+    """Build the config tree ``cls`` (a dataclass whose dataclass-typed fields are its sections) from a
+    nested dict; an unknown section or field is named with the closest known one."""
+    hints = typing.get_type_hints(cls)
+    known = {f.name: hints[f.name] for f in fields(cls) if dataclasses.is_dataclass(hints[f.name])}
+    d = dict(d)
+    top = {f.name: d.pop(f.name) for f in fields(cls) if f.name not in known and f.name in d}
+    sections = {}
+    for name, value in d.items():
+        if name not in known:
+            raise ConfigError(f"unknown config section {name!r}{_did_you_mean(name, known)}; "
+                              f"sections: {sorted(known)}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"config section {name!r} must be a mapping of fields, got {value!r}")
+        sections[name] = _section(known[name], value)
+    return cls(**top, **sections)
+
+
 def _section(cls, values: dict):
     known = [f.name for f in fields(cls)]
     unknown = [k for k in values if k not in known]
@@ -310,34 +325,35 @@ def _section(cls, values: dict):
     return cls(**values)
 
 
-def _field_index() -> dict[str, list[str]]:
-    """Bare field name -> the dotted names it could mean (for helpful errors)."""
+def _field_index(config: dict) -> dict[str, list[str]]:
+    """Bare field name -> the dotted names it could mean in ``config`` (for helpful errors)."""
     index: dict[str, list[str]] = {}
-    for name, cls in _SECTIONS.items():
-        for f in fields(cls):
-            index.setdefault(f.name, []).append(f"{name}.{f.name}")
+    for name, section in config.items():
+        for field_name in section if isinstance(section, dict) else ():
+            index.setdefault(field_name, []).append(f"{name}.{field_name}")
     return index
 
 
 def apply_overrides(config: dict, overrides: dict) -> dict:
-    """Apply dotted overrides to a nested config dict; returns a new dict.
+    """Apply dotted overrides to a nested config dict (of any config tree); returns a new dict.
 
     A bare field name (``anchor_fraction``) is refused with the dotted name it most likely
     means (``method.anchor_fraction``), so that an override can never land in the wrong section.
     """
     out = json.loads(json.dumps(config))  # deep copy of plain data
+    sections = sorted(k for k, v in out.items() if isinstance(v, dict))
     for key, value in overrides.items():
-        if key in ("arm", "seed"):
+        if key in out and not isinstance(out[key], dict):  # a top-level field: arm, seed
             out[key] = value
             continue
         section, sep, name = key.partition(".")
         if not sep:
-            meant = _field_index().get(key)
-            hint = f"; did you mean {' or '.join(meant)}?" if meant else f"; sections: {sorted(_SECTIONS)}"
+            meant = _field_index(out).get(key)
+            hint = f"; did you mean {' or '.join(meant)}?" if meant else f"; sections: {sections}"
             raise ConfigError(f"override {key!r} needs its section, as in 'section.field'{hint}")
-        if section not in out or not isinstance(out[section], dict):
+        if section not in sections:
             raise ConfigError(f"unknown config section {section!r} in override {key!r}"
-                              f"{_did_you_mean(section, _SECTIONS)}; sections: {sorted(_SECTIONS)}")
+                              f"{_did_you_mean(section, sections)}; sections: {sections}")
         if name not in out[section]:
             raise ConfigError(f"unknown field {key!r}{_did_you_mean(name, out[section])}; "
                               f"{section} has {sorted(out[section])}")
