@@ -35,9 +35,14 @@ def run_label(arm: str, tag: str | None = None) -> str:
     return arm if tag is None else f"{arm}~{tag}"
 
 
-def run_dir(results: str | Path | None, preset: str, arm: str, seed: int, tag: str | None = None) -> Path:
-    """``<results>/train/<preset>/<arm>[~<tag>]/seed<S>``; ``results`` None means the repository's."""
-    return Path(results or RESULTS) / "train" / preset / run_label(arm, tag) / f"seed{seed}"
+def run_dir(results: str | Path | None, preset: str, arm: str, seed: int, tag: str | None = None,
+            experiment: str = "train") -> Path:
+    """``<results>/<experiment>/<preset>/<arm>[~<tag>]/seed<S>``; ``results`` None means the repository's.
+
+    ``experiment`` is ``train`` for the agent trainers and ``vla`` for the embodied transfer
+    (:mod:`wmrl.vla.results`), whose runs live in the same shape.
+    """
+    return Path(results or RESULTS) / experiment / preset / run_label(arm, tag) / f"seed{seed}"
 
 
 def per_category(tasks, k: int) -> list:
