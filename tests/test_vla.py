@@ -1,11 +1,18 @@
-"""The VLA-analog experiment (issue 6): fixed states, expert, SFT, world model, arms, resume."""
+"""The VLA-analog experiment: fixed states, expert, SFT, world model, the arms through the WMRL step,
+a run's identity, resume after SIGKILL, the CLI."""
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
+import signal
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,16 +23,22 @@ warnings.filterwarnings("ignore", module="gymnasium")
 import metaworld
 import torch
 
-from wmrl.vla.config import ARMS, get_preset
+from wmrl.arms import get_arm
+from wmrl.config import ConfigError
+from wmrl.presets import PRESETS
+from wmrl.step import WMRLStep
+from wmrl.vla import runner, train
+from wmrl.vla.__main__ import main as cli
+from wmrl.vla.config import VLA_ARMS, VLAConfig, vla_config
 from wmrl.vla.envs import N_TRAIN, TASKS, TaskEnv, expert_policy, initial_states, train_states
 from wmrl.vla.evaluate import summarise
 from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import frame_features, train_progress
-from wmrl.vla.results import result_path
+from wmrl.vla.results import load_results, result_path, sft_cache_dir, vla_run_dir
 from wmrl.vla.runner import run_one
-from wmrl.vla.train import _Run, build_sft, train_arm
 
 torch.set_num_threads(1)
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _rand_vecs(tasks) -> np.ndarray:
@@ -39,9 +52,9 @@ def demos():
 
 @pytest.fixture(scope="module")
 def smoke_runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("vla")
-    preset = get_preset("smoke")
-    return out, preset, {arm: run_one(arm, preset, 0, out, progress_bar=False) for arm in ARMS}
+    """Every VLA arm at the smoke preset, seed 0, in one results folder (one SFT stage shared)."""
+    results = tmp_path_factory.mktemp("vla")
+    return results, {arm: run_one(vla_config(arm, "smoke"), "smoke", results, progress_bar=False) for arm in VLA_ARMS}
 
 
 def test_the_fixed_initial_states_are_deterministic_and_the_first_16_are_the_train_set():
@@ -85,39 +98,207 @@ def test_the_progress_estimator_rises_along_demos_and_is_frozen(demos):
 
 
 def test_training_never_updates_the_world_model(tmp_path):
-    preset = get_preset("smoke")
-    run = _Run(preset, 0, build_sft(preset, 0, tmp_path))
+    cfg = vla_config("wmrl", "smoke")
+    run = train._Run(cfg, train.build_sft(cfg.sft, 0, tmp_path))
     trained = {id(p) for group in run.opt.param_groups for p in group["params"]}
     assert not any(p.requires_grad or id(p) in trained for p in run.wm.parameters())
 
 
-def test_each_arm_runs_end_to_end_on_the_smoke_preset(smoke_runs):
-    out, preset, results = smoke_runs
-    for arm, res in results.items():
-        assert result_path(out, preset.name, arm, 0).exists()
+def test_each_arm_runs_end_to_end_into_its_run_folder_with_its_whole_config(smoke_runs):
+    results, runs = smoke_runs
+    assert set(runs) == set(VLA_ARMS) and "untrained" not in runs
+    for arm, res in runs.items():
+        cfg = vla_config(arm, "smoke")
+        folder = results / "vla" / "smoke" / arm / "seed0"
+        assert result_path(results, "smoke", arm, 0) == folder / "result.json" and (folder / "result.json").exists()
+        assert json.loads((folder / "result.json").read_text())["provenance"]["config"] == cfg.to_dict()
         m = res["metrics"]["all"]
         assert 0.0 <= m["all_at_k"] <= m["sr_id"] * 0.32 + m["sr_ood"] * 0.68 <= m["best_at_k"] <= 1.0
-        assert len(res["history"]) == (0 if arm == "sft" else preset.steps)
-        assert res["provenance"]["seed"] == 0
-    assert "rho" in results["wmrl"]["history"][-1]
+        assert len(res["history"]) == (0 if arm == "sft" else cfg.train.steps)
+        assert (folder / "checkpoint.pt").exists() == get_arm(arm).train
+    assert sorted(r["arm"] for r in load_results(results, "smoke")) == sorted(VLA_ARMS)
+    assert [p.name for p in sft_cache_dir(results).iterdir()] == [train.sft_path(cfg.sft, 0, Path()).name]
 
 
-def test_resume_after_a_kill_gives_the_same_result_as_an_uninterrupted_run(smoke_runs, tmp_path):
-    out, preset, _ = smoke_runs
-    whole, split = tmp_path / "whole", tmp_path / "split"
-    for d in (whole, split):
-        shutil.copytree(out / ".work", d, ignore=shutil.ignore_patterns("ckpt_*"))
-    ref, ref_hist, _ = train_arm("wmrl", preset, 0, whole, progress_bar=False)
-    _, _, finished = train_arm("wmrl", preset, 0, split, stop_after=1, progress_bar=False)
-    assert not finished
-    got, hist, finished = train_arm("wmrl", preset, 0, split, progress_bar=False)
-    assert finished
-    for a, b in zip(ref.state_dict().values(), got.state_dict().values()):
-        assert torch.equal(a, b)
-    def untimed(h):  # wall-clock timings differ; JSON text compares NaN (no success yet) equal to NaN
-        return json.dumps([{k: v for k, v in r.items() if not k.startswith("t_")} for r in h], sort_keys=True)
+def test_the_step_object_routes_weights_and_corrects_each_arm_as_the_arm_table_says(smoke_runs):
+    _, runs = smoke_runs
+    g = vla_config("wmrl", "smoke").train.groups_per_step
+    for arm, res in runs.items():
+        a, last = get_arm(arm), (res["history"] or [None])[-1]
+        if not a.train:
+            continue
+        executed = last["n_executed_groups"]
+        assert executed == {"grpo": g, "wm": 0, "anchor_only": 1}.get(arm, 1), arm
+        assert last["n_groups"] == (1 if a.anchors_only else g), arm
+        assert (last["rho"] > 1.0) == a.ivd, arm  # IVD warmed up inside two smoke steps, weights only with IVD
+        assert (last["od_refits"] > 0) == a.od, arm  # Online Debiasing fitted inside the run, only with OD
+        pairs = res["pairs"]
+        assert bool(pairs) == a.mixes_streams, arm
+        if pairs and not a.od:
+            assert all(p["pred"] == p["calibrated"] for p in pairs), arm
+        assert all(p["true"] in (0.0, 1.0) and 0.0 <= p["pred"] <= 1.0 for p in pairs), arm
 
-    assert untimed(ref_hist) == untimed(hist)
+
+def test_success_reaches_the_step_only_on_executed_groups_and_progress_only_on_predicted_ones(tmp_path, monkeypatch):
+    calls = []
+
+    class Recording(WMRLStep):
+        def __call__(self, real, predicted, executed):
+            out = super().__call__(real, predicted, executed)
+            calls.append((self.arm.name, np.array(real), np.array(predicted), np.array(executed), out))
+            return out
+
+    monkeypatch.setattr(train, "WMRLStep", Recording)
+    for arm in ("grpo", "wm", "wmrl", "anchor_only"):
+        train.train(vla_config(arm, "smoke", overrides={"train.steps": 1}), tmp_path / arm, tmp_path / "sft",
+                    progress_bar=False)
+    for arm, real, predicted, executed, out in calls:
+        a = get_arm(arm)
+        assert np.isnan(real[~executed]).all() and set(np.unique(real[executed])) <= {0.0, 1.0}, arm
+        assert np.isnan(predicted).all() == (not a.world_model), arm
+        if a.world_model:
+            assert np.isfinite(predicted).all() and ((predicted >= 0) & (predicted <= 1)).all(), arm
+        assert np.allclose(out.rewards[executed], real[executed]), arm  # the executed groups train on success
+        assert np.isclose(out.weights.sum(), 1.0), arm
+
+
+def test_a_changed_config_field_retrains_and_the_same_config_reuses(smoke_runs, tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    shutil.copytree(smoke_runs[0], results)
+    cfg = vla_config("grpo", "smoke")
+    before = json.loads(result_path(results, "smoke", "grpo", 0).read_text())
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a stored result of the same config was retrained")
+
+    monkeypatch.setattr(runner, "train", no_training)
+    assert run_one(cfg, "smoke", results, progress_bar=False) == before
+    monkeypatch.undo()
+
+    def no_sft(*args, **kwargs):
+        raise AssertionError("the SFT stage was rebuilt although its section did not change")
+
+    trained = []
+
+    def counting_train(cfg, *args, **kwargs):
+        trained.append(cfg)
+        return train.train(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(train, "collect_demos", no_sft)
+    monkeypatch.setattr(runner, "train", counting_train)
+    changed = cfg.with_overrides({"train.lr": 1e-3})
+    after = run_one(changed, "smoke", results, progress_bar=False)
+    assert trained == [changed] and after["provenance"]["config"]["train"]["lr"] == 1e-3
+    saved = torch.load(vla_run_dir(results, "smoke", "grpo", 0) / "checkpoint.pt", weights_only=False)
+    assert saved["config"] == changed.to_dict()
+    assert json.loads(result_path(results, "smoke", "grpo", 0).read_text())["provenance"]["config"] == changed.to_dict()
+    monkeypatch.undo()
+
+    new_sft = cfg.with_overrides({"sft.bc_epochs": 2})
+    run_one(new_sft, "smoke", results, progress_bar=False)  # another SFT section: another cache entry
+    assert len(list(sft_cache_dir(results).iterdir())) == 2
+
+
+def test_every_preset_builds_a_vla_config_for_every_arm_and_untrained_is_refused_by_name():
+    for name, p in PRESETS.items():
+        if p.vla is None:
+            continue
+        for arm in VLA_ARMS:
+            cfg = vla_config(arm, name)
+            assert VLAConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert vla_config("sft", "smoke").train.steps == 0  # evaluated as it starts
+    with pytest.raises(ConfigError, match="'untrained' does not apply to the VLA.*sft"):
+        vla_config("untrained", "smoke")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"groups": 3}, "needs its section"),
+    ({"train.group": 3}, "did you mean 'group_size'"),
+    ({"trian.steps": 3}, "did you mean 'train'"),
+    ({"method.fusion": "both"}, r"choose one of \['normalized', 'scale_only'\]"),
+    ({"train.steps": "ten"}, "must be an integer"),
+    ({"eval.states": 60}, "must be <= 50"),
+    ({"sft.demo_states": 17}, "must be <= 16"),
+    ({"train.clip": 1.5}, r"must be in \(0, 1\)"),
+])
+def test_a_wrong_field_or_value_is_named_with_what_to_pass(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        vla_config("wmrl", "smoke", overrides=overrides)
+
+
+def test_the_cli_takes_set_overrides_and_refuses_bad_ones_with_the_reason(capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        cli(["run", "--arm", "wmrl", "--preset", "smoke", "--results", str(tmp_path), "--set", "od_min_pairs=3"])
+    assert "did you mean method.od_min_pairs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli(["run", "--arm", "untrained", "--preset", "smoke", "--results", str(tmp_path)])
+    assert "does not apply to the VLA" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli(["run-all", "--preset", "smoke", "--results", str(tmp_path), "--set", "train.steps=3"])
+    assert "need a tag" in capsys.readouterr().err
+    cli(["run", "--arm", "sft", "--preset", "smoke", "--results", str(tmp_path), "--set", "eval.states=17",
+         "--tag", "short"])
+    (res,) = load_results(tmp_path, "smoke", tag="short")
+    assert res["provenance"]["config"]["eval"]["states"] == 17 and len(res["success"][0]) == 17
+    assert load_results(tmp_path, "smoke") == []  # a tagged variant is never mistaken for the default run
+
+
+def test_results_in_the_old_layout_are_refused_with_how_to_regenerate_them(tmp_path):
+    (tmp_path / "vla" / "small").mkdir(parents=True)
+    (tmp_path / "vla" / "small" / "wmrl_seed0.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="python -m wmrl.vla run-all --preset small"):
+        load_results(tmp_path, "small")
+
+
+def _inodes_seen(path: Path, k: int, proc: subprocess.Popen, timeout: float = 300.0) -> None:
+    """Wait until ``path`` has been (atomically) replaced ``k`` times, i.e. ``k`` checkpoints were written."""
+    seen, t0 = set(), time.monotonic()
+    while len(seen) < k:
+        assert proc.poll() is None, f"the run ended before its checkpoint {k}: {proc.stderr.read()[-2000:]}"
+        assert time.monotonic() - t0 < timeout, f"no checkpoint {k} after {timeout} s"
+        try:
+            st = path.stat()
+            seen.add((st.st_ino, st.st_mtime_ns))  # inode numbers alone may be reused
+        except FileNotFoundError:
+            pass
+        time.sleep(0.01)
+
+
+def _untimed(result: dict) -> str:
+    """A result without wall-clock fields (timings, date); JSON text compares NaN equal to NaN."""
+    keep = {k: v for k, v in result.items() if k not in ("timing", "provenance", "sft")}
+    keep["history"] = [{k: v for k, v in h.items() if not k.startswith("t_")} for h in result["history"]]
+    return json.dumps(keep, sort_keys=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("checkpoints_before_kill", [1, 3], ids=["mid-training", "during-evaluation"])
+def test_a_run_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_run(
+        smoke_runs, tmp_path, checkpoints_before_kill):
+    overrides = {"train.steps": 3}
+    cfg = vla_config("wmrl", "smoke", overrides=overrides)
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    for d in (killed, whole):  # the seed's SFT stage, built once by the smoke runs
+        shutil.copytree(sft_cache_dir(smoke_runs[0]), sft_cache_dir(d))
+    cmd = [sys.executable, "-W", "ignore", "-m", "wmrl.vla", "run", "--arm", "wmrl", "--preset", "smoke",
+           "--results", str(killed), "--set", "train.steps=3"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _inodes_seen(vla_run_dir(killed, "smoke", "wmrl", 0) / "checkpoint.pt", checkpoints_before_kill, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not result_path(killed, "smoke", "wmrl", 0).exists()  # killed before it finished
+
+    resumed = run_one(cfg, "smoke", killed, progress_bar=False)
+    reference = run_one(cfg, "smoke", whole, progress_bar=False)
+    assert _untimed(resumed) == _untimed(reference)
+    a, b = (torch.load(vla_run_dir(d, "smoke", "wmrl", 0) / "checkpoint.pt", weights_only=False)["policy"]
+            for d in (killed, whole))
+    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_overall_weights_in_domain_and_ood_like_the_paper_and_best_all_bracket_the_rate():

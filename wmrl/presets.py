@@ -50,6 +50,7 @@ _NOTEBOOK_ARMS = {
     "ABLATION_ARMS": ["grpo", "mix", "ivd", "od", "wmrl"],  # 02_ablations: Table 3's rows + GRPO
     "ANCHOR_ARMS": ["grpo", "anchor_only", "wmrl"],  # 03_anchor_only
     "COMPUTE_ARMS": ["grpo", "wm", "wmrl", "anchor_only"],  # 04_compute
+    "VLA_ARMS": ["sft", "grpo", "wm", "mix", "od", "ivd", "wmrl"],  # 06_vla: Table 2's rows + Table 3's on the VLA
 }
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
@@ -62,10 +63,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
              "train.lr": 0.005, "train.train_tasks": 1, "eval.every": 2, "eval.samples": 2, "eval.tasks": 1,
              "method.anchor_fraction": 0.34, "method.od_min_pairs": 3, "method.od_refit_every": 3,
              "method.ivd_warmup_groups": 1, "method.ivd_window": 2, "sandbox.timeout_s": 5.0},
-        vla={"demo_states": 4, "bc_epochs": 3, "progress_epochs": 5, "progress_prefixes": 4, "horizon": 30,
-             "steps": 2, "groups": 2, "group_size": 4, "ppo_epochs": 1, "method.od_min_pairs": 4,
-             "method.od_refit_every": 4, "method.ivd_warmup_groups": 1, "method.ivd_window": 2,
-             "eval_states": 18, "eval_samples": 1},
+        vla={"sft.demo_states": 4, "sft.bc_epochs": 3, "sft.progress_epochs": 5, "sft.progress_prefixes": 4,
+             "train.horizon": 30, "train.steps": 2, "train.groups_per_step": 2, "train.group_size": 4,
+             "train.ppo_epochs": 1, "method.od_min_pairs": 4, "method.od_refit_every": 4,
+             "method.ivd_warmup_groups": 1, "method.ivd_window": 2, "eval.states": 18, "eval.samples": 1},
         notebook={"SEEDS": [0], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 1.0], "THEORY_HORIZON": 600.0,
                   "THEORY_GAMMA": 2.0, "THEORY_STEPS": 120, "THEORY_MC_REPS": 300, "THEORY_BIAS_PAIRS": 512,
                   **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0, "FIDELITY_LLM_N": 2},
@@ -83,7 +84,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         run={"train.steps": 16, "train.groups_per_step": 8, "train.group_size": 4, "train.max_turns": 3,
              "train.lr": 0.01, "eval.every": 8, "eval.samples": 4, "method.od_min_pairs": 16,
              "method.od_refit_every": 8, "method.ivd_window": 4, "sandbox.timeout_s": 2.0},
-        vla={},
+        vla={},  # the documented defaults of wmrl.vla.config.VLAConfig are this preset's sizes
         notebook={"SEEDS": [0, 1, 2], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 2.0, 1.0, 0.5],
                   "THEORY_HORIZON": 2400.0, "THEORY_GAMMA": 2.0, "THEORY_STEPS": 1000, "THEORY_MC_REPS": 4000,
                   "THEORY_BIAS_PAIRS": 4096, **_NOTEBOOK_ARMS, "FIDELITY_N": 96, "FIDELITY_SEED": 0,

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 from wmrl.bench import Bench
-from wmrl.vla.config import PRESETS, get_preset
+from wmrl.presets import preset_names
+from wmrl.vla.config import vla_config
 from wmrl.vla.envs import TASKS, EnvPool, rollout_batch
 from wmrl.vla.policy import GaussianPolicy
 
@@ -34,34 +35,34 @@ def _time(fn) -> tuple[float, float, int]:
 
 
 def _setup(preset_name: str = "small"):
-    """(policy sampler, env pool, preset) with every task's environments built once."""
+    """(policy sampler, env pool, the preset's training section) with every task's environments built once."""
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", module="metaworld")
-    preset = get_preset(preset_name)
+    train = vla_config("grpo", preset_name).train
     policy, gen, pool = GaussianPolicy(len(TASKS)), torch.Generator().manual_seed(0), EnvPool()
     act = policy.sampler(gen)
-    jobs = np.repeat(np.arange(len(TASKS)), preset.group_size)  # one group per task, to build the pool first
+    jobs = np.repeat(np.arange(len(TASKS)), train.group_size)  # one group per task, to build the pool first
     rollout_batch(pool, act, jobs, np.zeros_like(jobs), 1)
-    return act, pool, preset
+    return act, pool, train
 
 
-def _train_step(act, pool, preset):
-    """The rollouts of one GRPO training step of ``preset``, run out to the full horizon."""
-    g, n = preset.groups, preset.group_size
+def _train_step(act, pool, train):
+    """The rollouts of one GRPO training step (``train``: a preset's training section), run out to the full horizon."""
+    g, n = train.groups_per_step, train.group_size
     task = np.repeat(np.arange(g) % len(TASKS), n)
-    return lambda: rollout_batch(pool, act, task, np.repeat(np.arange(g), n), preset.horizon).env_steps
+    return lambda: rollout_batch(pool, act, task, np.repeat(np.arange(g), n), train.horizon).env_steps
 
 
 def bench(preset_name: str = "small", horizon: int = 50) -> dict:
-    act, pool, preset = _setup(preset_name)
-    n = preset.group_size
+    act, pool, train = _setup(preset_name)
+    n = train.group_size
     out = {}
     for b in (1, n):
         def run(b=b):
             return sum(rollout_batch(pool, act, [t] * b, [0] * b, horizon, max_envs=b).env_steps for t in range(len(TASKS)))
         dt, cpu, steps = _time(run)
         out[f"env_steps_per_s_batch{b}"], out[f"env_steps_per_cpu_s_batch{b}"] = steps / dt, steps / cpu
-    dt, cpu, steps = _time(_train_step(act, pool, preset))
+    dt, cpu, steps = _time(_train_step(act, pool, train))
     out.update({"train_step_rollout_s": dt, "train_step_rollout_cpu_s": cpu, "train_step_env_steps": steps})
     return out
 
@@ -73,16 +74,16 @@ BENCHES = [Bench("rollouts of one small VLA training step", lambda: _train_step(
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m wmrl.vla.bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    ap.add_argument("--preset", choices=preset_names(), default="small")
     args = ap.parse_args(argv)
     res = bench(args.preset)
-    p = get_preset(args.preset)
+    p = vla_config("grpo", args.preset).train
     b = p.group_size
     print(f"env steps/s (wall / per CPU-second), one env at a time: {res['env_steps_per_s_batch1']:6.0f} / "
           f"{res['env_steps_per_cpu_s_batch1']:6.0f}")
     print(f"env steps/s (wall / per CPU-second), {b} envs in lockstep: {res[f'env_steps_per_s_batch{b}']:6.0f} / "
           f"{res[f'env_steps_per_cpu_s_batch{b}']:6.0f}")
-    print(f"rollout cost per training step ({p.groups} groups x {b}, horizon {p.horizon}, run out in full): "
+    print(f"rollout cost per training step ({p.groups_per_step} groups x {b}, horizon {p.horizon}, run out in full): "
           f"{res['train_step_rollout_s']:.1f} s wall, {res['train_step_rollout_cpu_s']:.1f} s CPU, "
           f"{res['train_step_env_steps']} env steps")
 

@@ -25,7 +25,7 @@ import mujoco
 import numpy as np
 from metaworld import policies as mw_policies
 
-from wmrl.vla.config import TASKS
+from wmrl.vla.config import N_STATES, N_TRAIN, TASKS
 
 __all__ = [
     "ACT_DIM",
@@ -45,8 +45,6 @@ __all__ = [
     "train_states",
 ]
 
-N_STATES = 50   # fixed initial states per task, as LIBERO's 50 per task
-N_TRAIN = 16    # the first 16 are the training (in-domain) states
 STATE_SEED = 0  # seed of the initial-state list; never changes with the experiment seed
 OBS_DIM, ACT_DIM = 39, 4
 

@@ -1,65 +1,120 @@
-"""One result file per (arm, seed): train, evaluate, stamp provenance, write atomically.
+"""One run folder per (arm, seed): train, evaluate, stamp provenance, write atomically.
 
-The layout of the files is in :mod:`wmrl.vla.results`.
+A run's identity is its whole :class:`~wmrl.vla.config.VLAConfig`: a finished run is reused only
+if its stored config equals the requested one, a checkpoint is resumed only then, and the SFT
+stage is cached by its own section and the seed. A stored result of another config is retrained
+(the fields that differ are printed), never silently reused. Variants of an arm (runs with
+overrides beyond the preset) live apart, under ``<arm>~<tag>/``. The layout of the files is in
+:mod:`wmrl.vla.results`.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import time
 from pathlib import Path
 
 import torch
 
+from wmrl.config import ConfigError
+from wmrl.presets import notebook_params
 from wmrl.provenance import provenance, write_json_atomic
-from wmrl.vla.config import ARMS, Preset
-from wmrl.vla.envs import TASKS, shared_pool
+from wmrl.vla.config import TASKS, VLA_ARMS, VLAConfig, vla_config
+from wmrl.vla.envs import shared_pool
 from wmrl.vla.evaluate import evaluate, summarise
-from wmrl.vla.results import result_path
-from wmrl.vla.train import build_sft, train_arm
+from wmrl.vla.results import result_path, sft_cache_dir, vla_run_dir
+from wmrl.vla.train import build_sft, sft_path, train
 
-__all__ = ["run_all", "run_one"]
+__all__ = ["preset_arms", "run_all", "run_one", "stored_result"]
 
 
-def run_one(arm: str, preset: Preset, seed: int, out: Path, stop_after: int | None = None,
-            progress_bar: bool = True) -> dict | None:
-    """Train (or resume) and evaluate one arm; returns the result, or None if stopped early."""
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def stored_result(cfg: VLAConfig, preset: str, results=None, tag: str | None = None) -> tuple[dict | None, list[str]]:
+    """``(result, [])`` if the run folder holds a result of exactly ``cfg``; else ``(None, fields that differ)``."""
+    path = result_path(results, preset, cfg.arm, cfg.seed, tag)
+    if not path.exists():
+        return None, []
+    stored = json.loads(path.read_text())
+    old, new = _flat(stored["provenance"]["config"]), _flat(cfg.to_dict())
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return (None, changed) if changed else (stored, [])
+
+
+def run_one(cfg: VLAConfig, preset: str, results: str | Path | None = None, *, tag: str | None = None,
+            progress_bar: bool = True) -> dict:
+    """Train (or resume) and evaluate the run ``cfg`` into its folder; returns its result.
+
+    ``preset`` and ``tag`` name the folder (``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>``);
+    a result already there with the same config is returned as it is.
+    """
     torch.set_num_threads(1)
-    out, t0 = Path(out), time.perf_counter()
-    work = out / ".work"
-    work.mkdir(parents=True, exist_ok=True)
-    policy, history, finished = train_arm(arm, preset, seed, work, stop_after, progress_bar)
-    if not finished:
-        return None
-    t1 = time.perf_counter()
-    success = evaluate(policy, shared_pool(), preset.eval_states, preset.eval_samples, preset.horizon, seed)
-    sft = build_sft(preset, seed, work)
+    folder = vla_run_dir(results, preset, cfg.arm, cfg.seed, tag)
+    done, changed = stored_result(cfg, preset, results, tag)
+    if done is not None:
+        return done
+    if changed:
+        print(f"{folder / 'result.json'} was written with another config (changed: {', '.join(changed)}); retraining")
+        (folder / "result.json").unlink()
+    run = train(cfg, folder, sft_cache_dir(results), progress_bar)
+    t0 = time.perf_counter()
+    success = evaluate(run.policy, shared_pool(), cfg.eval.states, cfg.eval.samples, cfg.train.horizon, cfg.seed)
+    sft = build_sft(cfg.sft, cfg.seed, sft_cache_dir(results))
     result = {
-        "arm": arm, "preset": preset.name, "seed": seed, "tasks": list(TASKS),
-        "metrics": summarise(success), "success": success.tolist(), "history": history,
-        "sft": {"bc_losses": sft["bc_losses"], "demo_success": sft["demo_success"]},
-        "timing": {"train_s": t1 - t0, "eval_s": time.perf_counter() - t1},
-        "provenance": provenance({"arm": arm, **preset.to_dict()}, seed),
+        "arm": cfg.arm, "preset": preset, "tag": tag, "seed": cfg.seed, "tasks": list(TASKS),
+        "metrics": summarise(success), "success": success.tolist(), "history": run.history, "pairs": run.pairs,
+        "sft": {"bc_losses": sft["bc_losses"], "demo_success": sft["demo_success"], "build_s": sft["build_s"]},
+        "timing": {"train_s": run.wall_s, "eval_s": time.perf_counter() - t0},
+        "provenance": provenance(cfg.to_dict(), cfg.seed),
     }
-    write_json_atomic(result_path(out, preset.name, arm, seed), result)
-    (work / f"ckpt_{arm}_{preset.name}_seed{seed}.pt").unlink(missing_ok=True)
+    write_json_atomic(folder / "result.json", result)
     return result
 
 
+def preset_arms(preset: str) -> list[str]:
+    """The arms notebook 06 shows for ``preset`` (its ``VLA_ARMS``), else every VLA arm."""
+    return list(notebook_params(preset).get("VLA_ARMS", VLA_ARMS))
+
+
 def _job(args) -> str:
-    arm, preset, seed, out = args
-    if not result_path(out, preset.name, arm, seed).exists():
-        run_one(arm, preset, seed, out, progress_bar=False)
-    return f"{arm} seed {seed}"
+    cfg, preset, results, tag = args
+    run_one(cfg, preset, results, tag=tag, progress_bar=False)
+    return f"{cfg.arm} seed {cfg.seed}"
 
 
-def run_all(preset: Preset, seeds, out: Path, arms=ARMS, workers: int = 2) -> None:
-    """Every (arm, seed) whose result is missing; the SFT artifacts of each seed are built first."""
-    ctx = mp.get_context("spawn")
-    work = Path(out) / ".work"
-    work.mkdir(parents=True, exist_ok=True)
-    with ctx.Pool(workers) as pool:
-        pool.starmap(build_sft, [(preset, s, work) for s in seeds])
-        jobs = [(a, preset, s, Path(out)) for s in seeds for a in arms]
+def run_all(preset: str, seeds, results: str | Path | None = None, arms=None, workers: int = 2,
+            overrides: dict | None = None, tag: str | None = None) -> None:
+    """Every (arm, seed) of ``preset`` without a result of its config; the SFT stage of each seed is built first.
+
+    ``arms`` default to :func:`preset_arms`. ``overrides`` (dotted :class:`VLAConfig` fields) need a
+    ``tag`` so that their runs do not replace the default runs of their arm. ``workers`` processes
+    train at once, one torch thread each.
+    """
+    if overrides and not tag:
+        raise ConfigError(f"runs with overrides {sorted(overrides)} need a tag (e.g. --tag my_variant), so they "
+                          "do not replace the default runs of their arm")
+    if tag is not None and (not tag or "/" in tag or "~" in tag):
+        raise ConfigError(f"tag must be a non-empty name without '/' or '~', got {tag!r}")
+    cfgs = [vla_config(a, preset, s, overrides) for s in seeds for a in (arms or preset_arms(preset))]
+    todo = [c for c in cfgs if stored_result(c, preset, results, tag)[0] is None]
+    if not todo:
+        return
+    cache = sft_cache_dir(results)
+    stages = list({sft_path(c.sft, c.seed, cache): (c.sft, c.seed, cache) for c in todo}.values())
+    jobs = [(c, preset, results, tag) for c in todo]
+    if workers <= 1:
+        for stage in stages:
+            build_sft(*stage)
+        for job in jobs:
+            print(f"done: {_job(job)}", flush=True)
+        return
+    with mp.get_context("spawn").Pool(workers) as pool:
+        pool.starmap(build_sft, stages)
         for done in pool.imap_unordered(_job, jobs):
             print(f"done: {done}", flush=True)
