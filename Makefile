@@ -22,7 +22,7 @@ venv: $(VENV)/.installed
 ## The small-scale reproduction from scratch: every run of the `small` preset is retrained (the
 ## committed ones are in git), every notebook trained and replayed.
 reproduce: $(VENV)/.installed
-	rm -rf results/train/small results/fidelity/small results/vla/small results/runs
+	rm -rf results/train/small results/fidelity/small results/vla/small results/vla/.work results/runs
 	$(PY) -m wmrl.reproduce
 
 ## Continue an interrupted `make reproduce`: finished runs are kept, checkpointed ones resume.

@@ -30,7 +30,7 @@
 # | MiniVLA-1B, SFT on demos, language instruction | Gaussian MLP on the 39-d state + task one-hot, behaviour cloning on DART demos of the scripted experts |
 # | Robometer: progress from 8 frames | frozen MLP on 8 states spread over the rollout, trained on the demos only (so biased off them) |
 # | sparse success anchor | success at any step (the rollout ends there) |
-# | WMRL: OD + IVD | `OnlineDebiaser` (isotonic progress → success on anchor groups), `InverseVarianceWeighter` + `fused_group_weights` |
+# | WMRL: OD + IVD | the same `wmrl.step.WMRLStep` as the agent trainers: isotonic progress → success on anchor groups, the η² audit, ρ-weighted fusion |
 #
 # Sections: 1 the arms and how they are run · 2 Table 2 beside ours · 3 per task · 4 learning
 # curves and the world model's fidelity · 5 cost · 6 claims. `MODE="replay"` (default) rebuilds
@@ -43,11 +43,15 @@ SEEDS = None  # None: the preset's seeds (wmrl/presets.py)
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
 VLA_WORKERS = 2  # worker processes in train mode, one torch thread each
+VLA_ARMS = None  # None: the preset's arms (wmrl/presets.py); Table 2's rows are required, the others shown if trained
 
 # %%
 from wmrl.experiments import notebook as nb
 
-cfg = nb.check_params(globals(), notebook="06_vla", keys=["VLA_WORKERS"], results_subdir="vla")
+from wmrl.vla.config import VLA_ARMS as KNOWN_ARMS
+
+cfg = nb.check_params(globals(), notebook="06_vla", keys=["VLA_WORKERS", "VLA_ARMS"], results_subdir="vla",
+                      choices={"VLA_ARMS": KNOWN_ARMS})
 print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} results={cfg.results_dir / 'vla'}")
 
 # %%
@@ -56,11 +60,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from wmrl.vla.config import ARMS, TASKS, get_preset
+from wmrl.vla.config import TASKS, vla_config
 from wmrl.vla.results import load_results
 
 nb.use_style()
-PRESET_CFG = get_preset(cfg.preset)
 OUT = cfg.results_dir / "vla"
 PAPER = {"sft": 37.4, "grpo": 38.3, "wm": 39.2, "wmrl": 41.2}  # Table 2, LIBERO-Long success %
 
@@ -72,27 +75,37 @@ PAPER = {"sft": 37.4, "grpo": 38.3, "wm": 39.2, "wmrl": 41.2}  # Table 2, LIBERO
 # - `sft`: behaviour cloning only.
 # - `grpo`: GRPO, every group rewarded by sparse success $r\in\{0,1\}$.
 # - `wm`: GRPO, every group rewarded by the raw progress estimate $\hat r\in[0,1]$.
-# - `wmrl`: per step, `AnchorScheduler` (10%, at least one group) picks anchor groups rewarded by
+# - `wmrl`: per step, the anchor scheduler (10%, at least one group) picks anchor groups rewarded by
 #   success; their pairs $(\hat r, r)$ feed the isotonic map $\hat f$, so the other groups get
 #   $\hat f(\hat r)\approx P(\text{success}\mid\hat r)$; the streams are fused with weights
 #   $\rho/D$ and $1/D$, $D=\rho|G_E|+|G_{WM}|$.
+# - `mix` / `od` / `ivd` (Table 3's rows, when trained): the anchors without either correction,
+#   with Online Debiasing only, with IVD only.
 #
-# Each step samples `groups` (task, training state) pairs and `group_size` rollouts from each;
-# advantages are std-normalised group advantages; the update is GRPO's clipped surrogate.
+# Every trained arm runs through `wmrl.step.WMRLStep`, the one implementation of Algorithm 1's
+# reward side: this step's progress scores are calibrated with the map fitted *before* this
+# step's anchor pairs, and $\eta^2$ is that out-of-sample residual (runs made before this order
+# was shared with the agent trainers calibrated after adding the step's pairs; their numbers differ).
+# Each step samples `train.groups_per_step` (task, training state) pairs and `train.group_size`
+# rollouts from each; advantages are std-normalised group advantages; the update is GRPO's
+# clipped surrogate. The configuration (`wmrl.vla.config.VLAConfig`, sized by the preset):
 
 # %%
-print(pd.Series(PRESET_CFG.to_dict()).to_string())
+print(pd.json_normalize(vla_config("wmrl", cfg.preset).to_dict(), sep=".").T.to_string(header=False))
 if cfg.train:
     from wmrl.vla.runner import run_all  # needs the simulator; replay does not
 
-    run_all(PRESET_CFG, cfg.seeds, OUT, workers=cfg["VLA_WORKERS"])
+    run_all(cfg.preset, cfg.seeds, cfg.results_dir, arms=cfg["VLA_ARMS"], workers=cfg["VLA_WORKERS"])
 
 # %%
-results = [r for r in load_results(OUT, cfg.preset) if r["seed"] in cfg.seeds]
+results = [r for r in load_results(cfg.results_dir, cfg.preset)
+           if r["seed"] in cfg.seeds and r["arm"] in cfg["VLA_ARMS"]]
 have = {(r["arm"], r["seed"]) for r in results}
-missing = [(a, s) for a in ARMS for s in cfg.seeds if (a, s) not in have]
+missing = [(a, s) for a in cfg["VLA_ARMS"] if a in PAPER for s in cfg.seeds if (a, s) not in have]
 if missing:
     raise nb.ParameterError(f"no results for {missing} in {OUT / cfg.preset}; run with MODE='train' first")
+ARMS = [a for a in cfg["VLA_ARMS"] if all((a, s) in have for s in cfg.seeds)]  # Table 2's rows + those trained
+results = [r for r in results if r["arm"] in ARMS]
 K = results[0]["metrics"]["k"]
 runs = pd.DataFrame([{"arm": r["arm"], "seed": r["seed"], "task": t, **r["metrics"][t]}
                      for r in results for t in ("all", *TASKS)])
@@ -119,10 +132,9 @@ def fmt(x) -> str:
 # %% tags=["nbval-check-output"]
 cols = {"sr_id": "in-domain", "sr_ood": "OOD", "overall": "Overall", "best_at_k": f"Best@{K}", "all_at_k": f"All@{K}"}
 overall = runs[runs.task == "all"]
-table = pd.DataFrame({"paper Overall": pd.Series(PAPER)})
+table = pd.DataFrame({"paper Overall": pd.Series(PAPER)}, index=ARMS)  # the paper has no VLA row for mix/od/ivd
 for c, name in cols.items():
     table[name] = overall.groupby("arm")[c].apply(fmt)
-table = table.loc[list(ARMS)]
 print(table.to_string())
 
 # %% [markdown]
@@ -130,7 +142,7 @@ print(table.to_string())
 
 # %% tags=["nbval-check-output"]
 per_task = runs[runs.task != "all"].pivot_table(index="arm", columns="task", values="overall", aggfunc=fmt)
-print(per_task.loc[list(ARMS), list(TASKS)].to_string())
+print(per_task.loc[ARMS, list(TASKS)].to_string())
 
 # %% [markdown]
 # ## 4. Learning curves and the world model's fidelity
@@ -142,7 +154,7 @@ print(per_task.loc[list(ARMS), list(TASKS)].to_string())
 # %%
 hist = pd.DataFrame([{"arm": r["arm"], "seed": r["seed"], **h} for r in results for h in r["history"]])
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
-for arm in ARMS[1:]:
+for arm in [a for a in ARMS if a != "sft"]:
     h = hist[hist.arm == arm].groupby("step")
     m = h.train_success.mean().rolling(3, min_periods=1).mean()
     axes[0].plot(m.index, 100 * m, color=nb.ARM_COLORS[arm], label=arm)
@@ -160,7 +172,7 @@ for ax in axes:
     ax.legend(fontsize=8)
 fig.tight_layout()
 nb.save_figure(fig, "06_vla_curves", cfg, "Training success per arm; progress estimate by outcome; WMRL's rho and eta^2.",
-               sources=sorted((OUT / cfg.preset).glob("*_seed*.json")))
+               sources=sorted((OUT / cfg.preset).glob("*/seed*/result.json")))
 plt.show()
 
 # %%
@@ -168,28 +180,30 @@ fig, ax = plt.subplots(figsize=(7, 3.6))
 x = np.arange(len(ARMS))
 for j, (c, name) in enumerate([("sr_id", "in-domain"), ("sr_ood", "OOD"), ("overall", "Overall")]):
     g = overall.groupby("arm")[c]
-    ax.bar(x + (j - 1) * 0.27, 100 * g.mean().loc[list(ARMS)], 0.27, yerr=100 * g.apply(ci95).loc[list(ARMS)],
+    ax.bar(x + (j - 1) * 0.27, 100 * g.mean().loc[ARMS], 0.27, yerr=100 * g.apply(ci95).loc[ARMS],
            label=name, capsize=3)
 ax.set(xticks=x, xticklabels=ARMS, ylabel="success %", title=f"Evaluation on 50 initial states per task ({K} rollouts each)")
 ax.legend(fontsize=8)
 fig.tight_layout()
 nb.save_figure(fig, "06_vla_success", cfg, "Success by arm, in-domain / OOD / Overall, 95% intervals over seeds.",
-               sources=sorted((OUT / cfg.preset).glob("*_seed*.json")))
+               sources=sorted((OUT / cfg.preset).glob("*/seed*/result.json")))
 plt.show()
 
 # %% [markdown]
 # ## 5. Cost
 #
-# Wall-clock seconds per run (training includes building the seed's SFT policy and world model
-# for the first arm that needs it), environment steps, and rollout seconds per training step.
+# Wall-clock seconds per run (training excludes the SFT stage, built once per seed and shared:
+# `sft_s`), environment steps, and rollout seconds per training step.
 # The host's load varies; `python -m wmrl.vla.bench` measures the throughput on its own.
 
 # %%
-cost = pd.DataFrame([{"arm": r["arm"], "seed": r["seed"], "train_s": r["timing"]["train_s"], "eval_s": r["timing"]["eval_s"],
+cost = pd.DataFrame([{"arm": r["arm"], "seed": r["seed"], "sft_s": r["sft"]["build_s"], "train_s": r["timing"]["train_s"],
+                      "eval_s": r["timing"]["eval_s"],
                       "env_steps": sum(h["env_steps"] for h in r["history"]),
                       "rollout_s_per_step": np.mean([h["t_rollout"] for h in r["history"]]) if r["history"] else np.nan}
                      for r in results])
-print(cost.groupby("arm")[["train_s", "eval_s", "env_steps", "rollout_s_per_step"]].mean().round(1).loc[list(ARMS)].to_string())
+print(cost.groupby("arm")[["sft_s", "train_s", "eval_s", "env_steps", "rollout_s_per_step"]].mean().round(1).loc[ARMS]
+      .to_string())
 
 # %% [markdown]
 # ## 6. Claims
