@@ -37,6 +37,7 @@ __all__ = [
     "SCHEDULING_FIELDS",
     "AgentConfig",
     "ConfigError",
+    "ConfigTree",
     "EvalConfig",
     "MethodConfig",
     "PathsConfig",
@@ -46,7 +47,6 @@ __all__ = [
     "WorldModelConfig",
     "apply_overrides",
     "at_least",
-    "build_config",
     "check_section",
     "experiment_identity",
     "parse_set",
@@ -237,21 +237,13 @@ _SECTIONS = {"agent": AgentConfig, "train": TrainConfig, "method": MethodConfig,
 SCHEDULING_FIELDS = ("sandbox.workers", "paths.results_dir", "paths.pool")
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """One training run: an arm at a seed, and every section of the system."""
+class ConfigTree:
+    """What every run's configuration tree shares (:class:`RunConfig`, the VLA's
+    :class:`wmrl.vla.config.VLAConfig`): an ``arm`` and a ``seed`` beside dataclass sections, one
+    with the training ``steps`` in ``train``; dict round trips and dotted overrides."""
 
-    arm: str = "wmrl"
-    seed: int = 0
-    agent: AgentConfig = field(default_factory=AgentConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    method: MethodConfig = field(default_factory=MethodConfig)
-    world_model: WorldModelConfig = field(default_factory=WorldModelConfig)
-    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    paths: PathsConfig = field(default_factory=PathsConfig)
-
-    def __post_init__(self):
+    def check_arm_and_seed(self) -> None:
+        """Refuse an unknown arm, a seed that is not an integer, and a trained arm without steps."""
         try:
             arm = get_arm(self.arm)
         except ValueError as e:
@@ -271,13 +263,31 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> RunConfig:
+    def from_dict(cls, d: dict) -> typing.Self:
         """Build from a nested dict; an unknown section or field is named with the closest known one."""
-        return build_config(cls, d)
+        return _build_config(cls, d)
 
-    def with_overrides(self, overrides: dict | None) -> RunConfig:
+    def with_overrides(self, overrides: dict | None) -> typing.Self:
         """A copy with dotted ``{"section.field": value}`` overrides applied (see :func:`apply_overrides`)."""
-        return RunConfig.from_dict(apply_overrides(self.to_dict(), overrides or {}))
+        return type(self).from_dict(apply_overrides(self.to_dict(), overrides or {}))
+
+
+@dataclass(frozen=True)
+class RunConfig(ConfigTree):
+    """One training run: an arm at a seed, and every section of the system."""
+
+    arm: str = "wmrl"
+    seed: int = 0
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    method: MethodConfig = field(default_factory=MethodConfig)
+    world_model: WorldModelConfig = field(default_factory=WorldModelConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+
+    def __post_init__(self):
+        self.check_arm_and_seed()
 
     def identity(self) -> dict:
         """The experiment this config defines (:func:`experiment_identity` of :meth:`to_dict`)."""
@@ -297,7 +307,7 @@ def _did_you_mean(name: str, known) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def build_config(cls, d: dict):
+def _build_config(cls, d: dict):
     """Build the config tree ``cls`` (a dataclass whose dataclass-typed fields are its sections) from a
     nested dict; an unknown section or field is named with the closest known one."""
     hints = typing.get_type_hints(cls)

@@ -33,12 +33,11 @@ so eta^2_cal measures the calibrated world model, as the paper defines it.
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from dataclasses import dataclass, field
 
-from wmrl.arms import Arm, arm_names, get_arm
-from wmrl.config import ConfigError, MethodConfig, apply_overrides, at_least, build_config, check_section
+from wmrl.arms import arm_names, get_arm
+from wmrl.config import ConfigError, ConfigTree, MethodConfig, at_least, check_section
 from wmrl.presets import get_preset
 
 __all__ = ["N_STATES", "N_TRAIN", "TASKS", "VLA_ARMS", "SFTConfig", "VLAConfig", "VLAEvalConfig", "VLATrainConfig",
@@ -119,8 +118,8 @@ def _vla_method() -> MethodConfig:
 
 
 @dataclass(frozen=True)
-class VLAConfig:
-    """One VLA run: an arm at a seed, and every section."""
+class VLAConfig(ConfigTree):
+    """One VLA run: an arm at a seed, and every section. :meth:`to_dict` is the run's identity."""
 
     arm: str = "wmrl"
     seed: int = 0
@@ -133,30 +132,9 @@ class VLAConfig:
         if self.arm == "untrained":
             raise ConfigError("arm 'untrained' does not apply to the VLA: every arm starts from the behaviour-"
                               f"cloned policy, evaluated as arm 'sft'; choose one of {', '.join(VLA_ARMS)}")
-        try:
-            arm = get_arm(self.arm)
-        except ValueError:
-            raise ConfigError(f"unknown arm {self.arm!r}; choose one of {', '.join(VLA_ARMS)}") from None
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
-        if arm.train and self.train.steps < 1:
-            raise ConfigError(f"train.steps must be >= 1 for the trained arm {self.arm!r}, got {self.train.steps}")
-
-    @property
-    def arm_spec(self) -> Arm:
-        return get_arm(self.arm)
-
-    def to_dict(self) -> dict:
-        """Nested plain dict (JSON-ready); :meth:`from_dict` inverts it. It is the run's identity."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> VLAConfig:
-        return build_config(cls, d)
-
-    def with_overrides(self, overrides: dict | None) -> VLAConfig:
-        """A copy with dotted ``{"section.field": value}`` overrides applied."""
-        return VLAConfig.from_dict(apply_overrides(self.to_dict(), overrides or {}))
+        if self.arm not in VLA_ARMS:
+            raise ConfigError(f"unknown arm {self.arm!r}; choose one of {', '.join(VLA_ARMS)}")
+        self.check_arm_and_seed()
 
 
 def vla_config(arm: str, preset: str = "small", seed: int = 0, overrides: dict | None = None) -> VLAConfig:
