@@ -310,3 +310,9 @@ def test_overall_weights_in_domain_and_ood_like_the_paper_and_best_all_bracket_t
     assert np.isclose(m["all"]["overall"], success.mean())  # 16/50 = 0.32: the plain mean over states
     assert m["all"]["all_at_k"] <= m["all"]["overall"] <= m["all"]["best_at_k"]
     assert np.isclose(m["push-v3"]["best_at_k"], success[1].max(-1).mean())
+def test_reading_results_back_imports_neither_the_simulator_nor_torch():
+    code = ("import sys, wmrl.vla.results, wmrl.vla.config; "
+            "print(sorted(m for m in ('mujoco', 'metaworld', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
