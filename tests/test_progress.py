@@ -1,8 +1,8 @@
 """Progress bars are widgets in JupyterLab and plain text under papermill, and notebooks carry no warnings.
 
-Each test executes a two-cell notebook in a real kernel, as papermill does for ``make reproduce``;
-a kernel that JupyterLab starts differs from it only by ``JPY_SESSION_NAME`` in its environment
-(jupyter_server sets it), which the second test sets the same way.
+The papermill test executes a two-cell notebook in a real kernel, as ``make reproduce`` does; the
+widget side (a kernel JupyterLab starts) is tested against a real JupyterLab server in
+``tests/test_lab.py``.
 """
 
 from __future__ import annotations
@@ -38,15 +38,6 @@ def test_under_papermill_a_progress_bar_is_plain_text_and_nothing_warns(tmp_path
     text = "".join(o.text for o in outputs)
     assert "steps: 100%" in text and "3/3" in text
     assert "Warning" not in text
-
-
-def test_in_a_kernel_started_by_jupyterlab_a_progress_bar_is_a_widget(tmp_path, monkeypatch):
-    pytest.importorskip("ipywidgets")
-    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "bar.ipynb"))
-    outputs = _outputs_of_a_progress_bar(tmp_path)
-    assert [o.output_type for o in outputs] == ["display_data"]
-    assert "application/vnd.jupyter.widget-view+json" in outputs[0].data
-    assert "steps" in outputs[0].data["text/plain"]
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))

@@ -1,8 +1,12 @@
-"""JupyterLab shows notebook 01's main table and figure in a real browser (Debian's headless Chromium).
+"""JupyterLab: its kernels are the project's, its progress bars widgets, and notebook 01 renders in a browser.
 
-A JupyterLab server starts on a free loopback port with a random token, in a Jupyter home of its
-own (config, data, runtime, settings, workspaces under the test's tmp path), on a copy of the
-committed ``notebooks/01_main_table.ipynb``. Chromium opens the notebook's page and, in one run,
+One JupyterLab server (``make lab``'s, with the options of a test) starts on a free loopback port
+with a random token, in a Jupyter home of its own (config, data, runtime, settings, workspaces
+under a tmp path), on a copy of the committed ``notebooks/01_main_table.ipynb``.
+
+A kernel the server starts for a notebook session (as opening a notebook in the lab does) is
+driven with jupyter_client: it must be this venv's Python and draw ``wmrl.progress`` bars as
+widgets. In the browser test, Debian's headless Chromium opens notebook 01's page and, in one run,
 dumps the DOM and takes a screenshot after ``--virtual-time-budget``: the page's timers run on
 virtual time, which advances only while the page is idle (not while a request is pending), so the
 wait ends when JupyterLab has rendered, not after a guessed sleep. The test then looks for the
@@ -15,6 +19,7 @@ with it.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import secrets
@@ -25,6 +30,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -41,11 +47,6 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 WINDOW = (1400, 4000)  # tall enough for the table and the figure in one screenshot
 SERVER_START_S, PAGE_BUDGET_MS, BROWSER_S, STOP_S = 120, 60_000, 240, 20
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
-                                                "(apt-get install -y chromium; .ci/run installs it)"),
-]
 pytest.importorskip("jupyterlab", reason="JupyterLab is not installed (the 'lab' extra: pip install -e '.[lab]')")
 
 
@@ -74,9 +75,18 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server on 127.0.0.1 serving a copy of notebook 01; yields (notebook URL, log path)."""
+@dataclass(frozen=True)
+class Lab:
+    url: str  # http://127.0.0.1:<port>
+    token: str
+    runtime: Path  # where the server writes its kernels' connection files
+    log: Path
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving a copy of notebook 01 (stopped, with its kernels, at the end)."""
+    tmp_path = tmp_path_factory.mktemp("lab")
     root, home, log = tmp_path / "notebooks", tmp_path / "jupyter", tmp_path / "lab.log"
     root.mkdir()
     shutil.copy(NOTEBOOK, root)
@@ -110,7 +120,7 @@ def lab(tmp_path):
             if time.monotonic() > deadline:
                 pytest.fail(f"jupyter lab did not answer on 127.0.0.1:{port} within {SERVER_START_S} s:\n{_tail(log)}")
             time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.name}?token={token}", log
+        yield Lab(f"http://127.0.0.1:{port}", token, home / "runtime", log)
     finally:
         _stop(proc)
 
@@ -124,10 +134,40 @@ def _main_table_and_figures(path: Path) -> tuple[str, list[str]]:
     return table, figures
 
 
+def test_a_kernel_jupyterlab_starts_is_this_venvs_python_and_draws_progress_bars_as_widgets(lab):
+    from jupyter_client import BlockingKernelClient
+
+    request = urllib.request.Request(
+        f"{lab.url}/api/sessions", method="POST", headers={"Authorization": f"token {lab.token}"},
+        data=json.dumps({"path": "progress.ipynb", "name": "progress.ipynb", "type": "notebook",
+                         "kernel": {"name": "python3"}}).encode())
+    with urllib.request.urlopen(request, timeout=60) as r:
+        kernel_id = json.load(r)["kernel"]["id"]
+    client = BlockingKernelClient(connection_file=str(lab.runtime / f"kernel-{kernel_id}.json"))
+    client.load_connection_file()
+    client.start_channels(hb=False)  # a heartbeat not yet beating under load reads as a dead kernel
+    messages = []
+    try:
+        client.wait_for_ready(timeout=60)
+        reply = client.execute_interactive(
+            "import sys\nfrom wmrl.progress import tqdm\nprint(sys.prefix)\nfor _ in tqdm(range(3), desc='steps'):\n    pass",
+            output_hook=messages.append, timeout=60)
+    finally:
+        client.stop_channels()
+    assert reply["content"]["status"] == "ok", reply["content"]
+    printed = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+    assert printed.strip() == sys.prefix, "the lab's kernel must be this venv's Python"
+    shown = [m["content"]["data"] for m in messages if m["msg_type"] == "display_data"]
+    assert any("application/vnd.jupyter.widget-view+json" in d and "steps" in d["text/plain"] for d in shown), shown
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                                             "(apt-get install -y chromium; .ci/run installs it)")
 def test_jupyterlab_renders_notebook_01_with_its_main_table_and_figure_in_headless_chromium(lab, tmp_path):
     from PIL import Image
 
-    url, log = lab
+    url, log = f"{lab.url}/lab/tree/{NOTEBOOK.name}?token={lab.token}", lab.log
     table, figures = _main_table_and_figures(NOTEBOOK)
     assert table.strip() and figures, "notebook 01 must hold its main table and a figure (replay it)"
     shot = tmp_path / "01_main_table.png"
@@ -145,6 +185,8 @@ def test_jupyterlab_renders_notebook_01_with_its_main_table_and_figure_in_headle
     why = (f"(chromium exit {browser.returncode} after {took:.0f} s; screenshot: {ARTIFACTS / 'lab_01_main_table.png'})"
            f"\nchromium stderr:\n{browser.stderr[-2000:]}\nserver log:\n{_tail(log)}")
     assert "jp-Notebook" in dom, f"JupyterLab did not render a notebook {why}"
+    assert re.search(r'<script[^>]* src="[^"]*/@jupyter-widgets/jupyterlab-manager/', dom), \
+        f"the page did not load the widgets extension (ipywidgets' jupyterlab_widgets) {why}"
     text = html.unescape(re.sub(r"<[^>]+>", "", dom))
     missing = [line for line in table.splitlines() if line.strip() and line not in text]
     assert not missing, f"the main table is not on the page; missing rows: {missing[:3]} {why}"
