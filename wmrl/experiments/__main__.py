@@ -1,4 +1,8 @@
-"""``python -m wmrl.experiments run --arm ARM [--agent grammar|llm] --preset P --seed S [--set section.field=value]``."""
+"""Train one arm, or start an ablation notebook.
+
+``python -m wmrl.experiments run --arm ARM [--agent grammar|llm] --preset P --seed S [--set section.field=value]``
+``python -m wmrl.experiments new-ablation NAME --base-arm ARM [--set section.field=value] [--sweep section.field=v1,v2]``
+"""
 
 from __future__ import annotations
 
@@ -26,7 +30,20 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                      help="override a config field (value in JSON), e.g. --set method.anchor_fraction=0.25 "
                           "--set method.fusion=scale_only (see wmrl/config.py)")
+    abl = sub.add_parser("new-ablation", help="write notebooks/NN_NAME.ipynb (and .py), an ablation of one arm",
+                         description="Write a paired ablation notebook from notebooks/TEMPLATE_ablation.py, "
+                                     "parameterised: the base arm's default runs against each variant, paired by seed.")
+    abl.add_argument("name", metavar="NAME", help="the ablation's name (lower case, digits, '_'): the notebook is "
+                                                  "NN_NAME, its runs are stored as <arm>~NAME[-<value>]")
+    abl.add_argument("--base-arm", required=True, choices=arm_names(), help="the arm the change applies to")
+    abl.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                     help="a config field for every variant (value in JSON), e.g. --set method.fusion=scale_only")
+    abl.add_argument("--sweep", action="append", default=[], metavar="SECTION.FIELD=V1,V2,...",
+                     help="one variant per value (values in JSON), e.g. --sweep method.anchor_fraction=0.05,0.125,0.25")
+    abl.add_argument("--notebooks", default=None, help="the folder to write into (default: the repository's notebooks/)")
     args = ap.parse_args(argv)
+    if args.cmd == "new-ablation":
+        return _new_ablation(abl, args, argv)
     from wmrl.experiments.run import run_arm
 
     try:
@@ -37,6 +54,37 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         ap.error(str(exc))
     print(json.dumps({k: summary[k] for k in ("arm", "preset", "seed", "heldout", "compute")}, indent=2))
+    return 0
+
+
+def _parse_sweep(items) -> dict:
+    """``["method.anchor_fraction=0.05,0.25"]`` (the CLI's ``--sweep``) -> ``{field: [values]}``; values are JSON, else text."""
+    sweep = {}
+    for item in items:
+        field, sep, values = item.partition("=")
+        if not sep or not field.strip() or field.strip() in sweep:
+            raise ConfigError(f"--sweep needs SECTION.FIELD=V1,V2,... once per field "
+                              f"(e.g. method.anchor_fraction=0.05,0.25), got {item!r}")
+        sweep[field.strip()] = [parse_set([f"v={v.strip()}"])["v"] for v in values.split(",")]
+    return sweep
+
+
+def _new_ablation(parser, args, argv) -> int:
+    from wmrl.experiments import ablation
+
+    command = " ".join(["python -m wmrl.experiments", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        overrides, sweep = parse_set(args.set), _parse_sweep(args.sweep)
+        ipynb, py = ablation.write_notebook(args.name, args.base_arm, overrides, sweep,
+                                            notebooks_dir=args.notebooks or ablation.NOTEBOOKS, command=command)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    labels = [v.label(args.base_arm) for v in ablation.plan(args.name, args.base_arm, overrides, sweep)]
+    print(f"wrote {ipynb} and {py}\nvariants: {', '.join(labels)}, each against {args.base_arm}'s default runs\n"
+          f"next: write its Background and claims; try it at the smoke preset in a scratch folder,\n"
+          f"  papermill {ipynb} /tmp/{ipynb.name} --cwd {ipynb.parent} -p MODE train -p PRESET smoke "
+          f"-p RESULTS_DIR /tmp/res -p FIGURES_DIR /tmp/fig\n"
+          f"then train it and fill in its outputs: python -m wmrl.reproduce --only {ipynb.stem}")
     return 0
 
 

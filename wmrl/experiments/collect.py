@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
-from tqdm.auto import tqdm
 
 from wmrl.config import SCHEDULING_FIELDS, experiment_identity
 from wmrl.experiments.run import run_arm
 from wmrl.presets import run_config
+from wmrl.progress import tqdm
 from wmrl.trainer.runs import RESULTS, run_dir, run_label
 
 __all__ = ["ensure_runs", "load_runs", "load_table", "mean_ci"]
@@ -37,7 +37,9 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
 
     ``overrides`` are dotted :class:`~wmrl.config.RunConfig` fields (``{"method.anchor_fraction":
     0.25}``); they need a ``tag`` (the name of the variant) so that their runs live apart from the
-    default ones.
+    default ones. A default run trained with another config is retrained (a preset changed); a
+    tagged one is not: asking a tag for other overrides than its runs were trained with is an
+    error that names the fields that differ, before anything trains.
 
     ``jobs`` runs train in parallel processes (default ``$WMRL_JOBS``, else 1), each with
     ``cores // jobs`` sandbox workers, so that no more solutions run at once than there are cores:
@@ -65,6 +67,11 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
             want = run_config(arm, preset, seed, overrides).identity()
             stored = json.loads(summary.read_text())["provenance"]["config"] if summary.exists() else None
             if stored is None or experiment_identity(stored) != want:
+                if stored is not None and tag is not None:  # an ablation's results are never retrained over
+                    raise ValueError(
+                        f"tag {tag!r} already holds another experiment: {out} was trained with "
+                        f"{'; '.join(_config_diff(experiment_identity(stored), want))}. Name these overrides "
+                        f"with a new tag, or delete {out.parent} to retrain under this one")
                 todo.append((arm, seed, out))
     jobs = max(1, min(int(jobs or os.environ.get("WMRL_JOBS", "1")), len(todo)))
     overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
@@ -80,6 +87,21 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
                             disable=not progress):
                 fut.result()  # re-raise a failed run's error; the runs that finished are on disk
     return load_runs(preset, results, arms=arms, seeds=seeds, tag=tag)
+
+
+def _dotted(config: dict, prefix: str = "") -> dict:
+    """A nested config dict as ``{"section.field": value}``."""
+    out = {}
+    for key, value in config.items():
+        out.update(_dotted(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key: value})
+    return out
+
+
+def _config_diff(stored: dict, wanted: dict) -> list[str]:
+    """``"section.field=<stored> (asked: <wanted>)"`` for every field in which two nested configs differ."""
+    a, b = _dotted(stored), _dotted(wanted)
+    return [f"{k}={a.get(k, '<absent>')!r} (asked: {b.get(k, '<absent>')!r})" for k in sorted(a.keys() | b.keys())
+            if a.get(k, "<absent>") != b.get(k, "<absent>")]
 
 
 def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, seeds=None,

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from wmrl.agent import grammar
 from wmrl.agent.habits import prior_probabilities
 from wmrl.agent.policy import AgentPolicy
 from wmrl.config import RunConfig
 from wmrl.ledger import ComputeLedger
+from wmrl.progress import tqdm
 from wmrl.provenance import atomic_path
 from wmrl.trainer.components import make_memo, make_sandbox, make_world_model
 from wmrl.trainer.grpo import GRPOLearner
