@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import torch
 
-from wmrl.bench import Bench
+from wmrl.microbench import Bench
 from wmrl.vla.config import PRESETS, get_preset
 from wmrl.vla.envs import TASKS, EnvPool, rollout_batch
 from wmrl.vla.policy import GaussianPolicy
