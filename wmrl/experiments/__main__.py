@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="override a config field (value in JSON), e.g. --set method.anchor_fraction=0.25 "
                           "--set method.fusion=scale_only (see wmrl/config.py)")
     args = ap.parse_args(argv)
-    from wmrl.experiments.run import run_arm
+    from wmrl.experiments.run import run_arm  # deferred: the trainer loads torch, `--help` need not wait for it
 
     try:
         overrides = parse_set(args.set)

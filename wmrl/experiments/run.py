@@ -12,6 +12,7 @@ from pathlib import Path
 
 from wmrl.config import RunConfig
 from wmrl.presets import run_config
+from wmrl.tasks import get_pool
 from wmrl.trainer.runs import run_dir
 
 __all__ = ["run_arm", "train_run"]
@@ -23,13 +24,11 @@ def train_run(cfg: RunConfig, preset: str, out: str | Path | None = None, *, poo
 
     ``preset`` names the run's folder; ``pool`` defaults to ``cfg.paths.pool`` or the small pool.
     """
-    from wmrl.tasks import get_pool
-
     out = Path(out) if out is not None else run_dir(cfg.paths.results_dir, preset, cfg.arm, cfg.seed)
     if pool is None:
         pool = get_pool(cfg.paths.pool)
     if cfg.agent.kind == "grammar":
-        from wmrl.trainer.grammar import train
+        from wmrl.trainer.grammar import train  # deferred: it loads torch, which replaying notebooks never need
     else:
         raise NotImplementedError(f"agent.kind={cfg.agent.kind!r} has no trainer yet")
     return train(cfg, out, pool, preset, memo_path=memo_path, progress=progress)
