@@ -99,7 +99,7 @@ def test_routing_executes_every_group_for_grpo_none_for_wm_and_one_for_wmrl():
 
 @pytest.mark.slow
 def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_their_worker_count(
-        tmp_path, monkeypatch):
+        pool, tmp_path, monkeypatch):  # `pool` puts the pool the collected runs load into the test data root
     import os
 
     from wmrl.experiments import collect
