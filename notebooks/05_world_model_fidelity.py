@@ -60,10 +60,12 @@ import pandas as pd
 from scipy.stats import spearmanr
 from sklearn.isotonic import IsotonicRegression
 
+from wmrl.agent.habits import sample_items
 from wmrl.experiments import report
 from wmrl.experiments.collect import ensure_runs, load_runs, load_table
 from wmrl.presets import run_config
-from wmrl.world_model.fidelity import RUNG, fidelity_report, sample_items
+from wmrl.vocabulary import RUNG
+from wmrl.world_model.fidelity import fidelity_report
 
 SUB = f"fidelity/{cfg.preset}"
 N, LLM_N = int(cfg["FIDELITY_N"]), int(cfg["FIDELITY_LLM_N"])

@@ -1,15 +1,77 @@
-"""Shared pytest fixtures."""
+"""Shared fixtures, the test tiers, and the one temporary data root of a test run.
+
+**Data root.** Before anything imports the pool, ``WMRL_DATA`` points at a fresh temporary folder
+for the whole run: the task pool, the execution memo and model caches of every test (and of every
+notebook kernel or CLI a test starts, which inherit the environment) live there, never in the
+repository's ``data/``. The pool takes about a minute to prepare on 2 cores, so it is prepared
+once per machine in a cache outside the repository (``$WMRL_TEST_CACHE/pool``, default
+``~/.cache/wmrl-test/pool``; rebuilt there when the pool's recipe version changes) and copied into
+the temporary root the first time a test asks for it. CI builds the cache on its first run.
+
+**Tiers.** The markers ``slow``, ``docker`` and ``gpu`` are registered in ``pyproject.toml``
+(``--strict-markers`` refuses any other). One hook, :func:`pytest_collection_modifyitems`, skips
+``gpu`` tests without a CUDA device and ``docker`` tests without a responding engine, saying why;
+``make test-fast`` deselects ``slow`` (``-m "not slow"``), ``make test`` runs everything.
+"""
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
+
+DATA_ROOT = Path(tempfile.mkdtemp(prefix="wmrl-test-data-"))
+os.environ["WMRL_DATA"] = str(DATA_ROOT)
+atexit.register(shutil.rmtree, DATA_ROOT, ignore_errors=True)
+POOL_CACHE = Path(os.environ.get("WMRL_TEST_CACHE") or Path.home() / ".cache" / "wmrl-test") / "pool"
+
+
+def _why_no_gpu() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "gpu: torch is not installed"
+    return None if torch.cuda.is_available() else "gpu: no CUDA device is visible to torch"
+
+
+def _why_no_docker() -> str | None:
+    try:
+        from wmrl.sandbox.docker_backend import docker_available  # deferred: only docker tests ask
+    except ImportError as exc:
+        return f"docker: {exc}"
+    reason = docker_available()
+    return None if reason is None else f"docker: {reason}"
+
+
+_PROBES = {"gpu": _why_no_gpu, "docker": _why_no_docker}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip ``gpu`` / ``docker`` tests, with the reason, where the machine lacks what they need."""
+    reasons: dict[str, str | None] = {}
+    for item in items:
+        for marker, probe in _PROBES.items():
+            if item.get_closest_marker(marker) is None:
+                continue
+            if marker not in reasons:  # probe once per run, and only if such a test was collected
+                reasons[marker] = probe()
+            if reasons[marker]:
+                item.add_marker(pytest.mark.skip(reason=reasons[marker]))
 
 
 @pytest.fixture(scope="session")
 def pool():
-    """The small task pool, prepared on first use (about a minute on 2 cores) and then reused."""
-    from wmrl.tasks import get_pool
+    """The small task pool in this run's temporary data root, copied from the per-machine cache."""
+    from wmrl.tasks import default_root, get_pool
+    from wmrl.tasks.prepare import ensure_pool
 
+    ensure_pool(POOL_CACHE, progress=True)  # a no-op when the cached pool is current
+    if not default_root().exists():
+        shutil.copytree(POOL_CACHE, default_root(), symlinks=True)
     return get_pool()
 
 

@@ -121,6 +121,7 @@ def _baseline_submission(task, path):
     return path
 
 
+@pytest.mark.slow
 def test_each_task_grades_its_sample_submission_and_a_real_baseline(pool, tmp_path):
     for task in pool:
         sample = grade(task, task.public_dir / "sample_submission.csv")

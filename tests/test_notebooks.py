@@ -32,8 +32,11 @@ def kernel() -> str:
 
 
 @pytest.fixture(scope="session")
-def shared_results(tmp_path_factory) -> Path:
-    """One results folder for every smoke run: notebooks 01-05 share training runs, which train once."""
+def shared_results(tmp_path_factory, pool) -> Path:
+    """One results folder for every smoke run: notebooks 01-05 share training runs, which train once.
+
+    Asking for ``pool`` puts the task pool into the run's temporary data root first: the kernels
+    inherit ``WMRL_DATA`` and find it there (their memo goes there too)."""
     return tmp_path_factory.mktemp("shared")
 
 
@@ -45,12 +48,14 @@ def _run(name: str, tmp_path: Path, kernel: str, **params):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES + TEMPLATES)
 def test_notebook_runs_end_to_end_at_the_smoke_preset(name, shared_results, kernel):
     _run(name, shared_results, kernel, MODE="train", PRESET="smoke")
     assert any(p.is_file() for p in (shared_results / "results").rglob("*")), "a train run must write results"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(
     "bad, hint",

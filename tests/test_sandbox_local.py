@@ -55,6 +55,7 @@ def test_a_correct_solution_is_graded_ok_with_its_score(sandbox, toy):
     assert result.wall_s > 0 and result.cpu_s > 0 and "uid" in result.isolation
 
 
+@pytest.mark.slow
 def test_a_pandas_and_sklearn_script_runs_within_the_default_memory_limit(toy, runs_dir, warm):
     code = textwrap.dedent("""
         import os, pandas as pd
@@ -110,6 +111,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_program(sandbox, toy, name):
     code, expected = HOSTILE[name]
@@ -122,6 +124,7 @@ def test_a_segfault_reports_the_signal(sandbox, toy):
     assert run(sandbox, toy, "import ctypes\nctypes.string_at(0)\n").error_type == "SIGSEGV"
 
 
+@pytest.mark.slow
 def test_gigabytes_of_stdout_keep_only_head_and_tail(sandbox, toy):
     code = "import sys\nchunk = 'x' * (1 << 20) + '\\n'\nprint('FIRST')\nwhile True:\n    sys.stdout.write(chunk)\n"
     result = run(sandbox, toy, code)
@@ -202,6 +205,7 @@ def test_library_versions_name_the_interpreter_and_its_libraries():
     assert {"python", "numpy", "pandas", "scikit-learn"} <= set(versions)
 
 
+@pytest.mark.slow
 def test_forked_children_share_one_memory_budget(toy, runs_dir, warm):
     # 1 GB: the per-process limit must also hold the warm server's preloaded libraries (~0.5 GB)
     sandbox = Sandbox("local", timeout_s=10, memory_mb=1024, grader=toy_grade, base_dir=runs_dir, warm=warm)

@@ -95,6 +95,7 @@ def test_a_server_is_single_threaded_and_holds_only_its_socket(toy, runs_dir):
         assert fds["0"] == fds["1"] == os.devnull and len(fds) == 4, fds  # + its stderr file and socket
 
 
+@pytest.mark.slow
 def test_run_many_runs_one_server_per_worker_in_parallel(toy, runs_dir):
     warm.shutdown()
     box = sandbox(runs_dir)
@@ -145,6 +146,7 @@ HOST = textwrap.dedent("""
     """)
 
 
+@pytest.mark.slow
 def test_servers_and_their_runs_die_with_the_host(tmp_path):
     base = tmp_path / "runs"
     host = subprocess.Popen([sys.executable, "-c", HOST, str(tmp_path / "pool"), str(base)],
@@ -172,6 +174,7 @@ def test_warm_falls_back_to_cold_where_it_cannot_match_it(runs_dir):
     assert not sandbox(runs_dir, False).isolation.endswith("+warm")
 
 
+@pytest.mark.slow
 def test_a_real_task_baseline_scores_the_same_in_both_modes(pool, runs_dir):
     from wmrl.agent import grammar
 

@@ -19,6 +19,7 @@ def memo_path(tmp_path_factory):
     return tmp_path_factory.mktemp("memo") / "memo.sqlite"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arm", ARMS)
 def test_every_arm_runs_at_the_smoke_preset_and_writes_its_results(arm, pool, tmp_path, memo_path):
     summary = run_arm(arm, "smoke", seed=0, out=tmp_path, pool=pool, memo_path=memo_path, progress=False)
@@ -43,6 +44,7 @@ def test_every_arm_runs_at_the_smoke_preset_and_writes_its_results(arm, pool, tm
     assert (steps.rho.iloc[-1] > 1.0) == sw.ivd
 
 
+@pytest.mark.slow
 def test_memo_hits_are_charged_the_cost_of_the_run_they_reuse(pool, tmp_path, memo_path):
     run_arm("grpo", "smoke", seed=5, out=tmp_path / "a", pool=pool, memo_path=memo_path, progress=False)
     again = run_arm("grpo", "smoke", seed=5, out=tmp_path / "b", pool=pool, memo_path=memo_path, progress=False)
@@ -51,6 +53,7 @@ def test_memo_hits_are_charged_the_cost_of_the_run_they_reuse(pool, tmp_path, me
     assert ex["charged_s"] > ex["actual_s"]  # served from the memo, billed as if executed
 
 
+@pytest.mark.slow
 def test_a_run_killed_midway_resumes_to_the_same_end_as_an_uninterrupted_run(pool, tmp_path, memo_path, monkeypatch):
     kw = {"pool": pool, "memo_path": memo_path, "progress": False, "overrides": {"train.steps": 3}}
     clean = run_arm("wmrl", "smoke", seed=1, out=tmp_path / "clean", **kw)
@@ -77,8 +80,9 @@ def test_a_run_killed_midway_resumes_to_the_same_end_as_an_uninterrupted_run(poo
     assert all(torch.equal(ca[k], cb[k]) for k in ca)
 
 
+@pytest.mark.slow
 def test_the_cli_runs_an_arm_and_prints_its_headline(pool, tmp_path, memo_path, capsys, monkeypatch):
-    monkeypatch.setattr("wmrl.trainer.runs.RESULTS", tmp_path)
+    monkeypatch.setattr("wmrl.runs.RESULTS", tmp_path)
     assert cli(["run", "--arm", "wm", "--preset", "smoke", "--seed", "2", "--out", str(tmp_path / "cli")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["arm"] == "wm" and "avg" in out["heldout"]
@@ -93,8 +97,9 @@ def test_routing_executes_every_group_for_grpo_none_for_wm_and_one_for_wmrl():
         assert routing.predicted.sum() == (0 if arm in ("grpo", "anchor_only") else routing.n_groups), arm
 
 
+@pytest.mark.slow
 def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_their_worker_count(
-        tmp_path, monkeypatch):
+        pool, tmp_path, monkeypatch):  # `pool` puts the pool the collected runs load into the test data root
     import os
 
     from wmrl.experiments import collect

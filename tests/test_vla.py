@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("metaworld", reason="the vla extra is not installed")
+pytestmark = pytest.mark.slow  # MuJoCo rollouts and training runs: seconds to a minute each
 warnings.filterwarnings("ignore", module="gymnasium")
 
 import metaworld

@@ -374,9 +374,6 @@ def test_openai_compatible_backend_against_the_real_server_with_smollm2(tmp_path
 
 @pytest.mark.gpu
 def test_vllm_offline_engine_with_guided_json_never_fails_to_parse():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
     pytest.importorskip("vllm")
     from wmrl.world_model import VLLMBackend
     model_dir = os.environ.get("WMRL_VLLM_MODEL")

@@ -130,8 +130,8 @@ def test_it_never_opens_private_files(tasks, monkeypatch):
 def test_the_model_is_told_how_the_sandbox_starts_scripts_and_its_time_limit(tasks):
     from types import SimpleNamespace
 
+    from wmrl.world_model.analysis import analyse
     from wmrl.world_model.static import COLD_STARTUP_S, WARM_STARTUP_S, estimate_seconds
-    from wmrl.world_model.static_analysis import analyse
 
     def sandbox(isolation):
         return SimpleNamespace(isolation=isolation, limits=SimpleNamespace(timeout_s=2.0))

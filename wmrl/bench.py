@@ -6,12 +6,11 @@ execution. The goals, from issue 2: an isotonic refit on 5,000 anchor pairs unde
 whole step's bookkeeping for 8 groups x 8 trajectories under 1 ms. A missed goal is profiled on
 the spot (top functions by cumulative time), so the report says where the time goes.
 
-Timing is timeit's: each benchmark is called ``number`` times per repeat (chosen so a repeat
-takes ~20 ms), and the median over repeats is reported, both in wall-clock and in this process's
-CPU time. Goals are judged on the CPU median: on a machine shared with other jobs the wall clock
-mostly measures the queue for a core, while CPU time measures what the code costs.
+The timing harness (:class:`~wmrl.microbench.Bench`, :func:`~wmrl.microbench.run_bench`) lives in
+:mod:`wmrl.microbench`, at the bottom of the import graph, so that the sandbox's and the VLA's
+benchmark modules can declare benchmarks without importing this top-level runner.
 
-Adding a section: a module exposes ``BENCHES: list[wmrl.bench.Bench]`` and is listed in
+Adding a section: a module exposes ``BENCHES: list[wmrl.microbench.Bench]`` and is listed in
 :data:`SECTIONS` (``wmrl.sandbox.bench``, ``wmrl.vla.bench`` are, and run when importable). Mark
 anything over a second ``slow=True``; ``--skip-slow`` leaves it out.
 """
@@ -19,16 +18,8 @@ anything over a second ``slow=True``; ``--skip-slow`` leaves it out.
 from __future__ import annotations
 
 import argparse
-import cProfile
 import importlib
-import io
-import pstats
-import statistics
 import sys
-import time
-import timeit
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,35 +27,11 @@ from wmrl.advantage import group_advantages
 from wmrl.anchor import AnchorScheduler
 from wmrl.calibration import OnlineDebiaser
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
+from wmrl.microbench import Bench, fmt, profile, run_bench
 
-__all__ = ["BENCHES", "SECTIONS", "Bench", "Result", "main", "run_bench"]
+__all__ = ["BENCHES", "SECTIONS", "main"]
 
 GROUPS, GROUP_SIZE, N_PAIRS = 8, 8, 5000
-
-
-@dataclass(frozen=True)
-class Bench:
-    """One benchmark. ``setup()`` builds the state (untimed) and returns the callable to time."""
-
-    name: str
-    setup: Callable[[], Callable[[], object]]
-    goal_s: float | None = None
-    slow: bool = False
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Result:
-    name: str
-    median_s: float  # wall clock
-    min_s: float  # wall clock
-    cpu_median_s: float  # process CPU time
-    calls: int
-    goal_s: float | None
-
-    @property
-    def ok(self) -> bool | None:
-        return None if self.goal_s is None else self.cpu_median_s < self.goal_s
 
 
 def _scores(rng, n):
@@ -154,36 +121,6 @@ BENCHES = [
 SECTIONS = {"core": "wmrl.bench", "sandbox": "wmrl.sandbox.bench", "vla": "wmrl.vla.bench"}
 
 
-def run_bench(bench: Bench, repeat: int = 15, target_s: float = 0.02) -> Result:
-    """Median seconds per call over ``repeat`` repeats of ``number`` calls (~``target_s`` each)."""
-    fn = bench.setup()
-    timer, cpu_timer = timeit.Timer(fn), timeit.Timer(fn, timer=time.process_time)
-    if bench.slow:
-        number, repeat = 1, 3
-    else:
-        n, t = timer.autorange()  # n calls take t >= 0.2 s
-        number = max(1, int(n * target_s / t))
-    times = [t / number for t in timer.repeat(repeat=repeat, number=number)]
-    cpu = [t / number for t in cpu_timer.repeat(repeat=repeat, number=number)]
-    return Result(bench.name, statistics.median(times), min(times), statistics.median(cpu), number, bench.goal_s)
-
-
-def _profile(bench: Bench, top: int = 8) -> str:
-    fn = bench.setup()
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(200 if not bench.slow else 1):
-        fn()
-    prof.disable()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
-    return out.getvalue()
-
-
-def _fmt(s: float) -> str:
-    return f"{s * 1e6:9.1f} us" if s < 1e-3 else f"{s * 1e3:9.2f} ms" if s < 1 else f"{s:9.2f} s "
-
-
 def _load(module: str):
     """A section's BENCHES, or None when its module does not exist (yet)."""
     if module == "wmrl.bench":  # this module (also when run as __main__)
@@ -195,7 +132,7 @@ def _load(module: str):
             return None  # the section does not exist yet
         raise
     if not hasattr(mod, "BENCHES"):
-        raise AttributeError(f"{module} must expose BENCHES, a list of wmrl.bench.Bench (see wmrl.bench's docstring)")
+        raise AttributeError(f"{module} must expose BENCHES, a list of wmrl.microbench.Bench (see wmrl.bench's docstring)")
     return mod.BENCHES
 
 
@@ -223,12 +160,12 @@ def main(argv=None) -> int:
                 print(f"  {b.name:<54} skipped (slow)")
                 continue
             r = run_bench(b, repeat=args.repeat)
-            goal = "" if r.goal_s is None else f"< {_fmt(r.goal_s).strip()}  {'OK' if r.ok else 'MISSED'}"
-            print(f"  {r.name:<48} {_fmt(r.median_s)} {_fmt(r.min_s)} {_fmt(r.cpu_median_s)} {r.calls:>7}  {goal}  {b.note}".rstrip())
+            goal = "" if r.goal_s is None else f"< {fmt(r.goal_s).strip()}  {'OK' if r.ok else 'MISSED'}"
+            print(f"  {r.name:<48} {fmt(r.median_s)} {fmt(r.min_s)} {fmt(r.cpu_median_s)} {r.calls:>7}  {goal}  {b.note}".rstrip())
             if r.ok is False:
                 missed.append(b)
     for b in missed:
-        print(f"\nProfile of {b.name!r} (goal missed), top functions by cumulative time:\n{_profile(b)}")
+        print(f"\nProfile of {b.name!r} (goal missed), top functions by cumulative time:\n{profile(b)}")
     return 1 if missed else 0
 
 

@@ -14,7 +14,7 @@ valid submission                           0.5 + 0.5 * percentile
 =========================================  ==========================
 
 A multi-turn trajectory is rewarded by its best turn (:func:`trajectory_reward`).
-Status names are the sandbox's (:mod:`wmrl.sandbox`), plus ``malformed`` for a reply with no code.
+Status names and rungs are the shared vocabulary's (:mod:`wmrl.vocabulary`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["STATUSES", "LadderRewards", "ladder_reward", "trajectory_reward"]
+from wmrl.vocabulary import RUNG, STATUSES
 
-STATUSES = ("ok", "syntax_error", "runtime_error", "timeout", "oom", "no_submission", "invalid_submission", "malformed")
+__all__ = ["STATUSES", "LadderRewards", "ladder_reward", "trajectory_reward"]
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,9 @@ class LadderRewards:
 
     def rung(self, status: str) -> float | None:
         """The constant reward of a failing status, None for ``ok``."""
-        if status in ("malformed", "syntax_error"):
-            return self.malformed
-        if status in ("runtime_error", "timeout", "oom"):
-            return self.runtime_error
-        if status in ("no_submission", "invalid_submission"):
-            return self.no_valid_submission
-        if status == "ok":
-            return None
-        raise ValueError(f"unknown status {status!r}; expected one of {STATUSES}")
+        if status not in RUNG:
+            raise ValueError(f"unknown status {status!r}; expected one of {STATUSES}")
+        return (self.malformed, self.runtime_error, self.no_valid_submission, None)[RUNG[status]]
 
 
 DEFAULT_LADDER = LadderRewards()

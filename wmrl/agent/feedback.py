@@ -3,12 +3,12 @@
 The contract (docs/CONTRACTS.md) fixes the observation to ``(status, error_type, score_bucket)``;
 a real :class:`~wmrl.sandbox.ExecutionResult` carries a percentile, a world-model
 :class:`~wmrl.world_model.base.Prediction` a quality bucket, and both map to the same buckets
-(:func:`wmrl.world_model.base.feedback_bucket`), so the policy cannot tell which one it got.
+(:func:`wmrl.vocabulary.feedback_bucket`), so the policy cannot tell which one it got.
 """
 
 from __future__ import annotations
 
-from wmrl.world_model.base import feedback_bucket
+from wmrl.vocabulary import feedback_bucket
 
 __all__ = ["feedback_of"]
 

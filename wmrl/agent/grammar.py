@@ -19,6 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wmrl.agent.script import build_script
+from wmrl.tasks.metrics import get_metric
+from wmrl.vocabulary import MODEL_FAMILIES
+
 __all__ = [
     "SLOTS",
     "SLOT_NAMES",
@@ -58,7 +62,7 @@ SLOTS: tuple[Slot, ...] = (
     Slot("image_features", ("none", "flatten", "downsample", "stats"),
          "Image only (and required there): grey 32x32 pixels flattened; 12x12 thumbnails; intensity histogram, "
          "gradient and row/column statistics."),
-    Slot("model", ("dummy", "linear", "knn", "naive_bayes", "tree", "forest", "boosting", "svm"),
+    Slot("model", MODEL_FAMILIES,
          "Model family; regressors where the task is regression (naive_bayes is masked there). Text uses "
          "ComplementNB / LinearSVC and TruncatedSVD before boosting."),
     Slot("capacity", ("small", "medium", "large", "huge"),
@@ -82,12 +86,6 @@ _BY_NAME = {s.name: s for s in SLOTS}
 # Slots that only apply to some categories; elsewhere only the first (neutral) option is open.
 _ONLY_FOR = {"categorical": ("tabular",), "preprocess": ("tabular", "image"), "text_features": ("text",),
              "ngram": ("text",), "image_features": ("image",)}
-
-
-def _metric_kind(task) -> str:
-    from wmrl.tasks.metrics import get_metric
-
-    return get_metric(task.metric).kind
 
 
 def option_mask(task) -> list[np.ndarray]:
@@ -143,7 +141,7 @@ def random_choices(task, rng: np.random.Generator) -> dict[str, str]:
 def task_features(task) -> np.ndarray:
     """Fixed-length description the policy conditions on (9 floats, all roughly in [0, 1])."""
     n_classes = len(task.classes) if task.classes else 0
-    kind = _metric_kind(task)
+    kind = get_metric(task.metric).kind
     return np.array([task.category == "tabular", task.category == "text", task.category == "image",
                      task.task_type == "regression", kind == "probability",
                      np.log10(max(task.n_rows, 1)) / 4.0, np.log10(len(task.feature_columns) + 1) / 3.0,
@@ -152,6 +150,4 @@ def task_features(task) -> np.ndarray:
 
 def render(task, choices: Mapping[str, str]) -> str:
     """The complete script for ``task`` under ``choices`` (deterministic: same inputs, same text)."""
-    from wmrl.agent.script import build_script
-
-    return build_script(task, _check_choices(task, choices), _metric_kind(task))
+    return build_script(task, _check_choices(task, choices), get_metric(task.metric).kind)

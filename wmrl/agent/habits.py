@@ -11,11 +11,13 @@ give a realistic first-turn failure rate (about two scripts in three fail somewh
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
 from wmrl.agent import grammar
 
-__all__ = ["HABITS", "habit_choices", "prior_probabilities"]
+__all__ = ["HABITS", "habit_choices", "prior_probabilities", "sample_items"]
 
 HABITS: dict[str, dict[str, float]] = {
     "train_file": {"correct": 0.88, "wrong_name": 0.07, "kaggle_path": 0.05},
@@ -48,3 +50,15 @@ def habit_choices(task, rng: np.random.Generator) -> dict[str, str]:
         q = np.where(mask, p, 0.0)
         out[slot.name] = slot.options[rng.choice(len(q), p=q / q.sum())]
     return out
+
+
+def sample_items(tasks: Sequence, n: int, seed: int = 0, choose: Callable | None = None) -> list[tuple[object, str]]:
+    """``n`` rendered scripts over ``tasks`` (round robin), decisions drawn by ``choose(task, rng)``.
+
+    The default draws as the untrained agent does (its documented habits), so a fixed set drawn
+    here (e.g. the world-model fidelity set) has the mix of outcomes that training actually
+    scores, not the uniform grammar's mostly broken scripts.
+    """
+    choose = choose or habit_choices
+    rng = np.random.default_rng(seed)
+    return [(t, grammar.render(t, choose(t, rng))) for t in (tasks[i % len(tasks)] for i in range(n))]

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from wmrl.reward import STATUSES
+from wmrl.vocabulary import STATUSES
 
 __all__ = ["ERROR_TYPES", "FEEDBACK_DIM", "AgentPolicy", "encode_feedback"]
 

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "new-ablation":
         return _new_ablation(abl, args, argv)
-    from wmrl.experiments.run import run_arm
+    from wmrl.experiments.run import run_arm  # deferred: the trainer loads torch, `--help` need not wait for it
 
     try:
         overrides = parse_set(args.set)

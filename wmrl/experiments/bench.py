@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.trainer.runs import RESULTS
+from wmrl.runs import RESULTS
 
 __all__ = ["cost_goals", "main"]
 

@@ -26,7 +26,7 @@ from wmrl.config import SCHEDULING_FIELDS, experiment_identity
 from wmrl.experiments.run import run_arm
 from wmrl.presets import run_config
 from wmrl.progress import tqdm
-from wmrl.trainer.runs import RESULTS, run_dir, run_label
+from wmrl.runs import RESULTS, run_dir, run_label
 
 __all__ = ["ensure_runs", "load_runs", "load_table", "mean_ci"]
 

@@ -2,7 +2,7 @@
 
 A run is its :class:`~wmrl.config.RunConfig`: a preset from :mod:`wmrl.presets` with dotted
 overrides on top. The agent kind in the config picks the trainer (the grammar agent's or the LLM
-agent's); both write the run folder of :mod:`wmrl.trainer.runs` under
+agent's); both write the run folder of :mod:`wmrl.runs` under
 ``results/train/<preset>/<arm>/seed<S>/`` by default.
 """
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 from wmrl.config import RunConfig
 from wmrl.presets import run_config
-from wmrl.trainer.runs import run_dir
+from wmrl.runs import run_dir
+from wmrl.tasks import get_pool
 
 __all__ = ["run_arm", "train_run"]
 
@@ -23,13 +24,11 @@ def train_run(cfg: RunConfig, preset: str, out: str | Path | None = None, *, poo
 
     ``preset`` names the run's folder; ``pool`` defaults to ``cfg.paths.pool`` or the small pool.
     """
-    from wmrl.tasks import get_pool
-
     out = Path(out) if out is not None else run_dir(cfg.paths.results_dir, preset, cfg.arm, cfg.seed)
     if pool is None:
         pool = get_pool(cfg.paths.pool)
     if cfg.agent.kind == "grammar":
-        from wmrl.trainer.grammar import train
+        from wmrl.trainer.grammar import train  # deferred: it loads torch, which replaying notebooks never need
     else:
         raise NotImplementedError(f"agent.kind={cfg.agent.kind!r} has no trainer yet")
     return train(cfg, out, pool, preset, memo_path=memo_path, progress=progress)

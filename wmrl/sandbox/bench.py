@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wmrl.bench import Bench
+from wmrl.microbench import Bench
 
 from .runner import Sandbox
 from .toy import make_toy_task, toy_grade, toy_solution

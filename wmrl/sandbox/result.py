@@ -9,9 +9,10 @@ from __future__ import annotations
 import signal as _signal
 from dataclasses import asdict, dataclass
 
+from wmrl.vocabulary import EXECUTION_STATUSES as STATUSES
+
 __all__ = ["STATUSES", "ExecutionResult", "classify"]
 
-STATUSES = ("ok", "syntax_error", "runtime_error", "timeout", "oom", "no_submission", "invalid_submission")
 # Signals that mean "ran out of time" (CPU rlimit) rather than "crashed".
 _TIME_SIGNALS = {_signal.SIGXCPU}
 

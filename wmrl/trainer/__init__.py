@@ -3,5 +3,5 @@
 :mod:`.grammar` the grammar agent's run (train, evaluate, write); :mod:`.grpo` its policy update;
 :mod:`.rollout` multi-turn rollouts scored by the sandbox and/or the world model; :mod:`.memo` the
 execution memo; :mod:`.components` sandbox, world model and memo built from a run's config;
-:mod:`.runs` the run-folder layout every trainer writes.
+:mod:`wmrl.runs` holds the run-folder layout every trainer writes.
 """

@@ -13,7 +13,11 @@ from pathlib import Path
 
 from wmrl.config import RunConfig, SandboxConfig, WorldModelConfig
 from wmrl.provenance import REPO
+from wmrl.sandbox import Sandbox
 from wmrl.trainer.memo import ExecutionMemo
+from wmrl.world_model.backends import TransformersBackend
+from wmrl.world_model.llm import LLMWorldModel
+from wmrl.world_model.static import ProgramAnalysisWorldModel
 
 __all__ = ["data_root", "make_memo", "make_sandbox", "make_world_model"]
 
@@ -25,8 +29,6 @@ def data_root() -> Path:
 
 def make_sandbox(cfg: SandboxConfig):
     """The :class:`wmrl.sandbox.Sandbox` that ``cfg`` describes."""
-    from wmrl.sandbox import Sandbox
-
     return Sandbox(cfg.backend, timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb, executor=cfg.executor,
                    image=cfg.image)
 
@@ -38,12 +40,7 @@ def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str
     world model is the frozen initial policy).
     """
     if cfg.kind == "static":
-        from wmrl.world_model.static import ProgramAnalysisWorldModel
-
         return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed)
-    from wmrl.world_model.backends import TransformersBackend
-    from wmrl.world_model.llm import LLMWorldModel
-
     return LLMWorldModel(TransformersBackend(), temperature=cfg.temperature, seed=seed,
                          time_limit_s=sandbox.limits.timeout_s)
 

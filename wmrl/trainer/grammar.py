@@ -3,7 +3,7 @@
 A thin driver: the WMRL step (:mod:`wmrl.step`) does the method, :class:`~wmrl.trainer.grpo.GRPOLearner`
 the policy update, :func:`~wmrl.trainer.rollout.rollout` the multi-turn rollouts; this module
 wires them to the task pool, the sandbox and the world model, evaluates, checkpoints and writes
-the files of :mod:`wmrl.trainer.runs`.
+the files of :mod:`wmrl.runs`.
 
 Nothing is lost on a crash: after every step the whole state (policy, optimiser, step object,
 RNGs, logs) is checkpointed atomically, and a rerun of the same config resumes from it; for a
@@ -25,10 +25,10 @@ from wmrl.config import RunConfig
 from wmrl.ledger import ComputeLedger
 from wmrl.progress import tqdm
 from wmrl.provenance import atomic_path
+from wmrl.runs import per_category, write_run
 from wmrl.trainer.components import make_memo, make_sandbox, make_world_model
 from wmrl.trainer.grpo import GRPOLearner
 from wmrl.trainer.rollout import Scorer, rollout
-from wmrl.trainer.runs import per_category, write_run
 
 __all__ = ["evaluate", "make_policy", "train"]
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import torch
 
-from wmrl.bench import Bench
+from wmrl.microbench import Bench
 from wmrl.presets import preset_names
 from wmrl.vla.config import vla_config
 from wmrl.vla.envs import TASKS, EnvPool, rollout_batch

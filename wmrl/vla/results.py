@@ -1,6 +1,6 @@
 """Where the VLA analog's runs live, and reading them back (no simulator needed).
 
-A run lives like the agent runs (:mod:`wmrl.trainer.runs`), under
+A run lives like the agent runs (:mod:`wmrl.runs`), under
 ``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>/``:
 
 - ``result.json``: arm, preset, seed, the evaluation metrics, the per-state successes, the
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from wmrl.trainer.runs import RESULTS, run_dir, run_label
+from wmrl.runs import RESULTS, run_dir, run_label
 
 __all__ = ["load_results", "result_path", "sft_cache_dir", "vla_run_dir"]
 

@@ -2,7 +2,8 @@
 
 A world model stands in for a real execution (Sec. 3.2 of the paper). Whatever reads the code -
 an LLM answering eight check prompts or a program analysis - ends in the same place: a predicted
-execution status, and the reward ladder of :mod:`wmrl.reward` applied to it. Keeping that last
+execution status, and the reward ladder of :mod:`wmrl.reward` applied to it (statuses, quality
+buckets and their scores are :mod:`wmrl.vocabulary`'s). Keeping that last
 step here means the two world models cannot drift apart in how a verdict becomes a reward.
 
 Execution order. A real script stops at its first exception, so when several checks fail the
@@ -22,16 +23,14 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from wmrl.reward import ladder_reward
+from wmrl.vocabulary import QUALITY_PERCENTILE
 
 __all__ = [
     "CHECKS",
     "CRASH_CHECKS",
-    "QUALITY_BUCKETS",
-    "QUALITY_PERCENTILE",
     "Prediction",
     "WorldModel",
     "aggregate",
-    "feedback_bucket",
     "feedback_text",
     "gate",
 ]
@@ -49,11 +48,6 @@ CHECKS = (
 )
 #: Checks whose failure is an exception raised while the script runs, in execution order.
 CRASH_CHECKS = ("imports_names", "data_refs", "api_calls", "shape_dtype", "other_runtime")
-QUALITY_BUCKETS = ("low", "fair", "mid", "high")
-#: Position score a bucket stands for (the authors' map); the ladder turns it into 0.5 + 0.5 * p.
-QUALITY_PERCENTILE = {"low": 0.05, "fair": 0.20, "mid": 0.45, "high": 0.75}
-# Midpoints between neighbouring bucket scores, so feedback_bucket(QUALITY_PERCENTILE[b]) == b.
-_BUCKET_EDGES = ((0.125, "low"), (0.325, "fair"), (0.60, "mid"))
 
 
 @dataclass(frozen=True)
@@ -135,16 +129,6 @@ def aggregate(verdicts: Sequence[dict]) -> Prediction:
     detail = (first.get("env_feedback") or first.get("reason") or "") if first else ""
     return Prediction(status, error_type, error_line, bucket, score, list(verdicts),
                       feedback_text(status, error_type, error_line, bucket, detail))
-
-
-def feedback_bucket(percentile: float | None) -> str | None:
-    """The coarse score bucket an agent sees, from a real or predicted position score."""
-    if percentile is None:
-        return None
-    for edge, name in _BUCKET_EDGES:
-        if percentile < edge:
-            return name
-    return "high"
 
 
 def feedback_text(status: str, error_type: str | None, error_line: int | None, bucket: str | None,

@@ -6,39 +6,24 @@ world-model groups noise. :func:`fidelity_report` measures where a model sits on
 rank correlation (what GRPO's group-relative advantages care about), the mean absolute error
 (what Online Debiasing has to remove), the status accuracy, and the cost ratio that justifies a
 world model at all (world-model seconds per item over execution seconds per item).
+
+The items are the caller's: :func:`wmrl.agent.habits.sample_items` draws them as the untrained
+agent writes them (the agent and the world model are siblings, neither imports the other).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
 from wmrl.reward import ladder_reward
+from wmrl.vocabulary import RUNG
 
-__all__ = ["RUNG", "fidelity_report", "sample_items"]
-
-#: The ladder rung of each status: statuses on one rung earn the same reward.
-RUNG = {"malformed": 0, "syntax_error": 0, "runtime_error": 1, "timeout": 1, "oom": 1,
-        "no_submission": 2, "invalid_submission": 2, "ok": 3}
-
-
-def sample_items(tasks: Sequence, n: int, seed: int = 0, choose: Callable | None = None) -> list[tuple[object, str]]:
-    """``n`` rendered scripts over ``tasks`` (round robin), decisions drawn by ``choose(task, rng)``.
-
-    The default draws as the untrained agent does (its documented habits), so the set has the
-    mix of outcomes that training actually scores, not the uniform grammar's mostly broken scripts.
-    """
-    from wmrl.agent.grammar import render
-    from wmrl.agent.habits import habit_choices
-
-    choose = choose or habit_choices
-    rng = np.random.default_rng(seed)
-    return [(t, render(t, choose(t, rng))) for t in (tasks[i % len(tasks)] for i in range(n))]
-
+__all__ = ["fidelity_report"]
 
 def _real_reward(result) -> float:
     if result.status == "ok":

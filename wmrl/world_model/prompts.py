@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 
-from wmrl.world_model.base import CHECKS, QUALITY_BUCKETS
+from wmrl.vocabulary import QUALITY_BUCKETS
+from wmrl.world_model.base import CHECKS
 
 __all__ = [
     "CHECK_QUESTIONS",

@@ -2,7 +2,7 @@
 
 At paper scale the world model is the agent's own LLM reading the code (Sec. 3.2). On a laptop we
 need something as cheap and as *honestly wrong*: this model parses the script, follows names,
-files, columns and estimators through it (:mod:`.static_analysis`), checks calls against the
+files, columns and estimators through it (:mod:`.analysis`), checks calls against the
 installed libraries' signatures, estimates the run time from the task's size and the model's
 hyperparameters, and guesses the score from a fixed prior per (model family, data category).
 It never runs the code and never reads a data file or ``private/``: only the script, the task's
@@ -23,14 +23,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wmrl.world_model.base import CHECKS, QUALITY_BUCKETS, QUALITY_PERCENTILE, Prediction, aggregate, gate
-from wmrl.world_model.static_analysis import Facts, analyse
+from wmrl.tasks.metrics import get_metric
+from wmrl.vocabulary import QUALITY_BUCKETS, QUALITY_PERCENTILE
+from wmrl.world_model.analysis import Facts, analyse
+from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
 
 __all__ = ["COLD_STARTUP_S", "QUALITY_PRIOR", "WARM_STARTUP_S", "ProgramAnalysisWorldModel", "estimate_seconds"]
 
-#: Expected leaderboard position score per (model family, category): reasonable priors written
-#: down once (a forest is a strong tabular baseline, linear models lead on TF-IDF text, ...),
-#: not fitted on any answers.
+#: Expected leaderboard position score per (model family, category), keyed by
+#: :data:`wmrl.vocabulary.MODEL_FAMILIES`: reasonable priors written down once (a forest is a
+#: strong tabular baseline, linear models lead on TF-IDF text, ...), not fitted on any answers.
 QUALITY_PRIOR = {
     "dummy": {"tabular": 0.03, "text": 0.03, "image": 0.03},
     "linear": {"tabular": 0.40, "text": 0.60, "image": 0.45},
@@ -41,6 +43,9 @@ QUALITY_PRIOR = {
     "boosting": {"tabular": 0.60, "text": 0.30, "image": 0.45},
     "svm": {"tabular": 0.42, "text": 0.60, "image": 0.55},
 }
+#: The family an estimator's class name reads as (first match wins), in the vocabulary's names. The
+#: world model reads names, not intentions: a ``LinearSVC`` (the grammar's text ``svm``) reads
+#: as ``linear``, and its cost and quality are estimated as a linear model's.
 _FAMILY_OF = (("Dummy", "dummy"), ("LogisticRegression", "linear"), ("Ridge", "linear"), ("Linear", "linear"),
               ("SGD", "linear"), ("KNeighbors", "knn"), ("NB", "naive_bayes"), ("DecisionTree", "tree"),
               ("RandomForest", "forest"), ("ExtraTrees", "forest"), ("GradientBoosting", "boosting"),
@@ -119,19 +124,12 @@ def _quality(task, facts: Facts) -> np.ndarray:
                     (("n_estimators", (10, 50)), ("max_iter", (100,)), ("max_depth", (2, 3, 4)), ("C", (0.1, 0.01))))
         expected += -0.05 if small else 0.0
     expected *= 0.6 if facts.subsample < 0.5 else 1.0
-    kind = _metric_kind(task)
-    if kind == "probability" and facts.pred_kind == "predict":
+    if get_metric(task.metric).kind == "probability" and facts.pred_kind == "predict":
         expected *= 0.5  # hard labels throw away the ranking a probability metric scores
     centres = np.array([QUALITY_PERCENTILE[b] for b in QUALITY_BUCKETS])
     logits = -((centres - expected) ** 2) / (2 * 0.12 ** 2)
     p = np.exp(logits - logits.max())
     return p / p.sum()
-
-
-def _metric_kind(task) -> str:
-    from wmrl.tasks.metrics import get_metric
-
-    return get_metric(task.metric).kind
 
 
 def _temper(p: np.ndarray, temperature: float) -> np.ndarray:

@@ -1,11 +1,9 @@
-"""The small agent's policy: log-probs, masks, the documented starting point, feedback encoding."""
+"""The small agent's policy (wmrl/agent/policy.py): log-probs, masks, its starting point, feedback encoding."""
 
 import numpy as np
 import pytest
 import torch
 
-from wmrl.agent import grammar
-from wmrl.agent.habits import prior_probabilities
 from wmrl.agent.policy import FEEDBACK_DIM, AgentPolicy, encode_feedback
 
 
@@ -67,27 +65,6 @@ def test_feedback_encoding_is_one_hot_in_each_part():
     assert np.array_equal(encode_feedback(("runtime_error", "WeirdError", None)), encode_feedback(("runtime_error", "OSError", None)))
 
 
-def test_habits_give_a_valid_prior_for_every_grammar_slot():
-    priors = prior_probabilities()
-    assert len(priors) == len(grammar.SLOTS)
-    for p, slot in zip(priors, grammar.SLOTS):
-        assert p.shape == (len(slot.options),) and p.sum() == pytest.approx(1.0) and (p > 0).all()
-
-
 def test_a_bad_prior_is_refused():
     with pytest.raises(ValueError, match="prior of slot 0"):
         AgentPolicy([3], task_dim=2, priors=[np.array([1.0, 0.0, 0.0])])
-
-
-def test_habit_choices_follow_the_prior_and_never_pick_a_masked_option(pool):
-    from wmrl.agent.habits import habit_choices
-
-    rng = np.random.default_rng(0)
-    for task in (pool.train[0], next(t for t in pool.train if t.category == "text")):
-        masks = grammar.option_mask(task)
-        draws = [habit_choices(task, rng) for _ in range(400)]
-        for slot, mask in zip(grammar.SLOTS, masks):
-            assert all(mask[slot.options.index(d[slot.name])] for d in draws)
-    freq = np.mean([d["train_file"] == "correct" for d in draws])
-    p = prior_probabilities()[grammar.SLOT_NAMES.index("train_file")][0]
-    assert abs(freq - p) < 0.05
