@@ -3,15 +3,23 @@
 For each data set of :mod:`wmrl.tasks.sources`: cap the rows, shuffle and split them with a fixed
 seed (a quarter held out as the test set), write the public files (description, train, test,
 sample submission, images) and the private ones (test answers and the two leaderboards of
-:mod:`wmrl.grading.leaderboard`), then a manifest with each task's size, checksum and its side
-of the paper's size split.
+:mod:`wmrl.tasks.leaderboard`), then a manifest with each task's size, checksum and its side
+of the paper's size split. This module sits below :mod:`wmrl.grading`: it builds data and
+grades nothing (the boards score their participants with the metric registry directly).
 
 The build is deterministic and needs no network. It runs in a temporary folder that replaces the
 pool only when complete, under a file lock, so two first uses at once build it once and a crash
 never leaves half a pool behind. ``RECIPE_VERSION`` is stored in the manifest; bump it whenever
 the recipe changes and every pool rebuilds on its next use.
-"""
 
+Whose folder it is (:mod:`wmrl.tasks.ownership`): the build writes into a folder that does not
+exist yet or is empty, and replaces only a pool of this recipe, i.e. a folder with the marker
+``.wmrl-pool`` saying ``"recipe": "small"``, or, for pools built before the marker existed, a
+``manifest.json`` with exactly the fields this recipe writes and its seed. Before replacing one
+it checks that the folder holds only the manifest, the marker and the task folders the manifest
+lists, each with the checksum the manifest recorded; otherwise it stops and names what it found.
+Any other folder is refused with a message and left as it was.
+"""
 from __future__ import annotations
 
 import argparse
@@ -31,21 +39,27 @@ from PIL import Image
 from sklearn.exceptions import ConvergenceWarning
 from tqdm import tqdm
 
-from wmrl.grading.leaderboard import build_boards
 from wmrl.provenance import write_json_atomic
 from wmrl.tasks.describe import describe
+from wmrl.tasks.leaderboard import build_boards
 from wmrl.tasks.metrics import get_metric
+from wmrl.tasks.ownership import MARKER, PoolFolderError, is_empty, read_marker, refuse_unexpected, write_marker
 from wmrl.tasks.sources import LOADERS, SEED, Source, load_source
 from wmrl.tasks.split import split_by_size
 from wmrl.tasks.task import default_root
 
-__all__ = ["POOL_SPLIT", "RECIPE_VERSION", "ensure_pool", "prepare_pool", "write_task"]
+__all__ = ["POOL_SPLIT", "RECIPE", "RECIPE_VERSION", "ensure_pool", "is_small_pool", "prepare_pool", "write_task"]
 
+RECIPE = "small"
 RECIPE_VERSION = 3
 MAX_ROWS = 4000
 TEST_FRACTION = 0.25
 # (n_train, n_heldout) per category: smallest n_train train, the next n_heldout held out.
 POOL_SPLIT = {"tabular": (8, 3), "text": (3, 2), "image": (3, 2)}
+# What this recipe writes into manifest.json and each of its records (how pre-marker pools are recognised).
+MANIFEST_FIELDS = {"build_seconds", "seed", "tasks", "version"}
+RECORD_FIELDS = {"category", "checksum", "higher_is_better", "metric", "n_rows", "name", "size_bytes", "source", "split"}
+BUILDING = ".wmrl-building"  # marks a temporary build folder as this recipe's
 
 
 def _checksum(folder: Path) -> str:
@@ -136,31 +150,83 @@ def prepare_pool(root: Path, progress: bool = False) -> dict:
     return manifest
 
 
-def _is_current(root: Path) -> bool:
+def _manifest(root: Path) -> dict | None:
     try:
-        return json.loads((root / "manifest.json").read_text()).get("version") == RECIPE_VERSION
+        manifest = json.loads((root / "manifest.json").read_text())
     except (OSError, ValueError):
-        return False
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def is_small_pool(root: Path) -> bool:
+    """True for a folder this recipe wrote: its marker, or (built before markers) its manifest's fields and seed."""
+    marker = read_marker(root)
+    if marker is not None:
+        return marker["recipe"] == RECIPE
+    m = _manifest(root)
+    return (m is not None and set(m) == MANIFEST_FIELDS and m["seed"] == SEED and isinstance(m["tasks"], list)
+            and all(isinstance(r, dict) and set(r) == RECORD_FIELDS for r in m["tasks"]))
+
+
+def _is_current(root: Path) -> bool:
+    return is_small_pool(root) and (_manifest(root) or {}).get("version") == RECIPE_VERSION
+
+
+def _check_replaceable(root: Path) -> None:
+    """Refuse to replace ``root`` unless it holds exactly what this recipe wrote there."""
+    manifest = _manifest(root)
+    if manifest is None or not isinstance(manifest.get("tasks"), list):
+        raise PoolFolderError(f"{root} is marked as a wmrl pool but its manifest.json is missing or unreadable, so "
+                              "wmrl cannot tell what in it is its own; move anything you keep out of it and delete "
+                              "the folder, then rerun")
+    names = [rec.get("name") for rec in manifest["tasks"] if isinstance(rec, dict)]
+    refuse_unexpected(root, {"manifest.json", *map(str, names)}, "replace")
+    for rec in manifest["tasks"]:
+        folder = root / str(rec.get("name"))
+        if folder.is_dir() and _checksum(folder) != rec.get("checksum"):
+            raise PoolFolderError(f"task folder {folder} changed since wmrl wrote it (its checksum differs from "
+                                  "manifest.json's), so wmrl will not replace the pool; copy what you changed "
+                                  "elsewhere and delete the folder, then rerun")
 
 
 def ensure_pool(root: str | os.PathLike | None = None, force: bool = False, progress: bool = False) -> Path:
-    """Prepare the pool at ``root`` unless a current one is there; safe under concurrent first uses."""
+    """Prepare the pool at ``root`` unless a current one is there; safe under concurrent first uses.
+
+    Builds into a folder that does not exist or is empty; replaces only this recipe's own pool
+    (see the module docstring); raises :class:`PoolFolderError` for any other folder, untouched.
+    """
     root = Path(root) if root is not None else default_root()
+    if root.exists() and not root.is_dir():
+        raise PoolFolderError(f"pool root {root} is a file; pass a folder (a new or empty one to build the pool in)")
     if not force and _is_current(root):
         return root
+    if root.exists() and not is_empty(root) and not is_small_pool(root):
+        marker = read_marker(root)
+        found = (f"a wmrl pool of another recipe ({marker['recipe']!r})" if marker else
+                 f"not a wmrl pool (no {MARKER} marker, no manifest.json of the small pool's recipe)")
+        raise PoolFolderError(
+            f"{root} is {found}, so wmrl will not build the small pool there: it builds only into a new or empty "
+            "folder or one of its own small pools. Pass another --root, or, to use competitions kept in it, import "
+            f"them: python -m wmrl.tasks import --layout mledojo|mlebench|dsbench {root} --out POOL")
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits here, then finds the pool built
         if not force and _is_current(root):
             return root
+        if root.exists() and not is_empty(root):
+            _check_replaceable(root)
         for stale in root.parent.glob(f".{root.name}.building-*"):  # left by a killed build; we hold the lock
-            shutil.rmtree(stale, ignore_errors=True)
+            if (stale / BUILDING).is_file():
+                shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.building-"))
         try:
+            (tmp / BUILDING).touch()
             prepare_pool(tmp / "pool", progress=progress)
-            old = tmp / "old"
-            if root.exists():
-                root.rename(old)
+            write_marker(tmp / "pool", RECIPE, RECIPE_VERSION)
+            if is_empty(root):
+                root.rmdir()  # fails unless empty: nothing can be lost
+            elif root.exists():
+                root.rename(tmp / "old")  # this recipe's own pool, checked above
             (tmp / "pool").rename(root)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -172,7 +238,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root", type=Path, default=None, help="pool folder (default: $WMRL_DATA/pool or <repo>/data/pool)")
     parser.add_argument("--force", action="store_true", help="rebuild even if a current pool exists")
     args = parser.parse_args(argv)
-    root = ensure_pool(args.root, force=args.force, progress=True)
+    try:
+        root = ensure_pool(args.root, force=args.force, progress=True)
+    except PoolFolderError as exc:
+        parser.exit(2, f"error: {exc}\n")
     manifest = json.loads((root / "manifest.json").read_text())
     counts = pd.DataFrame(manifest["tasks"]).groupby(["category", "split"]).size()
     print(f"pool at {root} (version {manifest['version']}, built in {manifest['build_seconds']} s)\n{counts.to_string()}")
