@@ -12,7 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wmrl.tasks import InvalidSubmissionError, get_metric, load_task, prepare, split_by_size, validate_submission
+from wmrl.tasks import (
+    InvalidSubmissionError,
+    TaskFolderError,
+    get_metric,
+    load_task,
+    prepare,
+    split_by_size,
+    validate_submission,
+)
 from wmrl.tasks.metrics import METRICS
 from wmrl.tasks.sources import LOADERS, load_source
 from wmrl.tasks.task import REQUIRED_FILES
@@ -204,8 +212,11 @@ def test_load_task_reads_a_competition_folder_prepared_by_mle_dojo(pool, tmp_pat
     original = pool["penguin_species"]
     folder = shutil.copytree(original.root, tmp_path / "penguins" / "data")
     (folder / "task.json").unlink()  # MLE-Dojo writes no task.json
-    task = load_task(tmp_path / "penguins")
-    assert (task.id_column, task.target_column, task.task_type) == ("id", "species", "classification")
+    with pytest.raises(TaskFolderError, match="no task.json, so nothing says which metric grades it"):
+        load_task(tmp_path / "penguins")  # a guessed metric would grade wrongly
+    task = load_task(tmp_path / "penguins", metric="accuracy")
+    assert (task.name, task.id_column, task.target_column, task.task_type) == ("penguins", "id", "species",
+                                                                               "classification")
     assert task.metric == "accuracy" and task.category == "tabular" and task.classes == original.classes
     regression = load_task(shutil.copytree(pool["diabetes_progression"].root, tmp_path / "diabetes"), metric="mae")
     assert regression.task_type == "regression" and not regression.higher_is_better
