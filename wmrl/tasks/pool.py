@@ -49,12 +49,13 @@ class TaskPool:
 
     @classmethod
     def from_root(cls, root: Path) -> TaskPool:
-        """Load ``root/manifest.json``: imported records carry their task, the small pool's name a folder."""
+        """Load ``root/manifest.json``: an import's records carry their task, the small pool's name a folder."""
         path = Path(root) / "manifest.json"
         try:
             manifest = json.loads(path.read_text())
             records = manifest["tasks"]
-            tasks = tuple(Task.from_record(rec["task"], where=f"{path}: task {rec['name']!r}") if "task" in rec
+            imported = manifest.get("recipe") == IMPORT_RECIPE  # its records carry their task
+            tasks = tuple(Task.from_record(rec["task"], where=f"{path}: task {rec['name']!r}") if imported
                           else load_task(Path(root) / rec["name"]) for rec in records)
         except (ValueError, KeyError, TypeError) as exc:
             raise PoolFolderError(f"{path} is not a readable pool manifest ({type(exc).__name__}: {exc}); rebuild "

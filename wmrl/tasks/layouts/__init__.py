@@ -16,10 +16,19 @@ from pathlib import Path
 
 from wmrl.tasks.infer import Refused
 from wmrl.tasks.layouts import dsbench, mlebench, mledojo
-from wmrl.tasks.layouts.base import SourceError, subfolders
+from wmrl.tasks.layouts.base import SourceError, read_each, subfolders
 from wmrl.tasks.task import Task, load_task
 
 __all__ = ["LAYOUTS", "SourceError", "detect_layout", "read_layout"]
+
+
+def _task_folder(folder: Path) -> Task:
+    if not (folder / "task.json").is_file():
+        raise Refused(folder.name, "no task.json, so nothing says which metric grades it")
+    try:
+        return load_task(folder)
+    except (OSError, ValueError) as exc:
+        raise Refused(folder.name, str(exc)) from None
 
 
 def _read_task_folders(src: Path, code: Path | None = None, categories: Mapping[str, str] | None = None
@@ -28,17 +37,7 @@ def _read_task_folders(src: Path, code: Path | None = None, categories: Mapping[
     if code is not None or categories:
         raise SourceError("task folders in wmrl's layout carry their metric and category in task.json; "
                           "--code and --category do not apply")
-    tasks, refused = [], []
-    for folder in subfolders(src):
-        try:
-            if not (folder / "task.json").is_file():
-                raise Refused(folder.name, "no task.json, so nothing says which metric grades it")
-            tasks.append(load_task(folder))
-        except Refused as r:
-            refused.append(r)
-        except (OSError, ValueError) as exc:
-            refused.append(Refused(folder.name, str(exc)))
-    return tasks, refused
+    return read_each(subfolders(src), _task_folder)
 
 
 LAYOUTS = {"mledojo": mledojo.read, "mlebench": mlebench.read, "dsbench": dsbench.read, "wmrl": _read_task_folders}

@@ -8,6 +8,7 @@ the reason); problems with the whole source raise :class:`SourceError`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,7 +18,16 @@ import pandas as pd
 from wmrl.tasks.infer import Refused
 from wmrl.tasks.task import Scoring, Task
 
-__all__ = ["LFS_POINTER", "SourceError", "board_scores", "find_checkout", "make_task", "relative", "subfolders"]
+__all__ = [
+    "LFS_POINTER",
+    "SourceError",
+    "board_scores",
+    "find_checkout",
+    "make_task",
+    "read_each",
+    "relative",
+    "subfolders",
+]
 
 LFS_POINTER = b"version https://git-lfs"
 
@@ -28,6 +38,20 @@ class SourceError(ValueError):
 
 def subfolders(src: Path) -> list[Path]:
     return sorted(d for d in src.iterdir() if d.is_dir() and not d.name.startswith((".", "__")))
+
+
+def read_each(folders: list[Path], make: Callable[[Path], Task], prepared: Callable[[Path], bool] = lambda f: True,
+              not_prepared: str = "") -> tuple[list[Task], list[Refused]]:
+    """``make(folder)`` for each folder: (the tasks, the refusals, each naming its competition and why)."""
+    tasks, refused = [], []
+    for folder in folders:
+        try:
+            if not prepared(folder):
+                raise Refused(folder.name, not_prepared)
+            tasks.append(make(folder))
+        except Refused as r:
+            refused.append(r)
+    return tasks, refused
 
 
 def relative(path: Path, root: Path) -> str:

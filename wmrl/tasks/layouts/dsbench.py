@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from wmrl.tasks.infer import Refused, competition_record
-from wmrl.tasks.layouts.base import SourceError, find_checkout, make_task, subfolders
+from wmrl.tasks.layouts.base import SourceError, find_checkout, make_task, read_each, subfolders
 from wmrl.tasks.task import Scoring, Task
 
 __all__ = ["read"]
@@ -80,10 +80,4 @@ def read(src: Path, code: Path | None = None, categories: Mapping[str, str] | No
     if not resplit.is_dir():
         raise SourceError(f"{src} is not DSBench's data_modeling folder: {resplit} is missing (unzip data.zip there)")
     code_root = find_checkout(src, code or src, "evaluation", "DSBench data_modeling")
-    tasks, refused = [], []
-    for folder in subfolders(resplit):
-        try:
-            tasks.append(_task(folder, src, code_root, (categories or {}).get(folder.name)))
-        except Refused as r:
-            refused.append(r)
-    return tasks, refused
+    return read_each(subfolders(resplit), lambda f: _task(f, src, code_root, (categories or {}).get(f.name)))

@@ -30,7 +30,15 @@ from pathlib import Path
 import yaml
 
 from wmrl.tasks.infer import Refused, competition_record
-from wmrl.tasks.layouts.base import SourceError, board_scores, find_checkout, make_task, relative, subfolders
+from wmrl.tasks.layouts.base import (
+    SourceError,
+    board_scores,
+    find_checkout,
+    make_task,
+    read_each,
+    relative,
+    subfolders,
+)
 from wmrl.tasks.task import Scoring, Task
 
 __all__ = ["read"]
@@ -91,12 +99,5 @@ def read(src: Path, code: Path | None = None, categories: Mapping[str, str] | No
         raise SourceError(f"{src} holds no MLE-bench competition (expected <id>/prepared/public/ and "
                           "<id>/prepared/private/ as `mlebench prepare` writes them in its data dir)")
     code_root = find_checkout(src, code, "mlebench/competitions", "MLE-bench")
-    tasks, refused = [], []
-    for folder in subfolders(src):
-        try:
-            if not (folder / "prepared" / "public").is_dir():
-                raise Refused(folder.name, "not prepared (no prepared/public/ in it)")
-            tasks.append(_task(folder, src, code_root, (categories or {}).get(folder.name)))
-        except Refused as r:
-            refused.append(r)
-    return tasks, refused
+    return read_each(subfolders(src), lambda f: _task(f, src, code_root, (categories or {}).get(f.name)),
+                     lambda f: (f / "prepared" / "public").is_dir(), "not prepared (no prepared/public/ in it)")

@@ -28,7 +28,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from wmrl.tasks.infer import Refused, competition_record
-from wmrl.tasks.layouts.base import SourceError, board_scores, find_checkout, make_task, relative, subfolders
+from wmrl.tasks.layouts.base import (
+    SourceError,
+    board_scores,
+    find_checkout,
+    make_task,
+    read_each,
+    relative,
+    subfolders,
+)
 from wmrl.tasks.task import Scoring, Task
 
 __all__ = ["BOARDS", "REQUIRED", "metric_class", "read"]
@@ -98,12 +106,5 @@ def read(src: Path, code: Path | None = None, categories: Mapping[str, str] | No
         raise SourceError(f"{src} holds no MLE-Dojo competition (expected <name>/data/public/ and <name>/data/private/"
                           " as MLE-Dojo's prepare/mle.py writes them, e.g. under its data/prepared/)")
     code_root = find_checkout(src, code, "mledojo/metrics/base.py", "MLE-Dojo")
-    tasks, refused = [], []
-    for folder in subfolders(src):
-        try:
-            if folder not in folders:
-                raise Refused(folder.name, "not prepared (no data/public/ in it)")
-            tasks.append(_task(folder, code_root, (categories or {}).get(folder.name)))
-        except Refused as r:
-            refused.append(r)
-    return tasks, refused
+    return read_each(subfolders(src), lambda f: _task(f, code_root, (categories or {}).get(f.name)),
+                     lambda f: f in folders, "not prepared (no data/public/ in it)")
