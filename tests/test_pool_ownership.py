@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from wmrl.tasks import PoolFolderError, get_pool, prepare
+from wmrl.tasks import PoolFolderError, get_pool, recipe
 from wmrl.tasks.ownership import MARKER
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,8 +43,8 @@ def fake_prepare(root, progress=False):
     """The recipe's shape without its minute of work: one task folder and a manifest listing it."""
     (root / "toy").mkdir(parents=True)
     (root / "toy" / "data.csv").write_text("a,b\n1,2\n")
-    record = {"name": "toy", "checksum": prepare._checksum(root / "toy")}
-    (root / "manifest.json").write_text(json.dumps({"version": prepare.RECIPE_VERSION, "tasks": [record]}))
+    record = {"name": "toy", "checksum": recipe._checksum(root / "toy")}
+    (root / "manifest.json").write_text(json.dumps({"version": recipe.RECIPE_VERSION, "tasks": [record]}))
 
 
 @pytest.fixture
@@ -85,68 +85,68 @@ def test_get_pool_reads_a_folder_of_someone_elses_competitions_in_place(tmp_path
 
 
 def test_a_stale_pool_holding_a_users_file_is_not_rebuilt_and_the_file_survives(tmp_path, monkeypatch):
-    monkeypatch.setattr(prepare, "prepare_pool", fake_prepare)
-    root = prepare.ensure_pool(tmp_path / "pool")
+    monkeypatch.setattr(recipe, "prepare_pool", fake_prepare)
+    root = recipe.ensure_pool(tmp_path / "pool")
     assert json.loads((root / MARKER).read_text())["recipe"] == "small"
     (root / "notes.bin").write_bytes(NOTE)
     before = snapshot(root)
-    monkeypatch.setattr(prepare, "RECIPE_VERSION", prepare.RECIPE_VERSION + 1)
+    monkeypatch.setattr(recipe, "RECIPE_VERSION", recipe.RECIPE_VERSION + 1)
     with pytest.raises(PoolFolderError, match="holds notes.bin, which wmrl did not write"):
-        prepare.ensure_pool(root)
+        recipe.ensure_pool(root)
     with pytest.raises(PoolFolderError, match="notes.bin"):
         get_pool(root)
     assert snapshot(root) == before
 
 
 def test_a_stale_pool_whose_task_files_were_edited_is_not_rebuilt(tmp_path, monkeypatch):
-    monkeypatch.setattr(prepare, "prepare_pool", fake_prepare)
-    root = prepare.ensure_pool(tmp_path / "pool")
+    monkeypatch.setattr(recipe, "prepare_pool", fake_prepare)
+    root = recipe.ensure_pool(tmp_path / "pool")
     (root / "toy" / "data.csv").write_text("a,b\n1,3\n")  # a user's edit inside a task folder
     before = snapshot(root)
-    monkeypatch.setattr(prepare, "RECIPE_VERSION", prepare.RECIPE_VERSION + 1)
+    monkeypatch.setattr(recipe, "RECIPE_VERSION", recipe.RECIPE_VERSION + 1)
     with pytest.raises(PoolFolderError, match="toy changed since wmrl wrote it"):
-        prepare.ensure_pool(root)
+        recipe.ensure_pool(root)
     assert snapshot(root) == before
 
 
 def test_a_stale_pool_holding_only_what_wmrl_wrote_is_rebuilt(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(prepare, "prepare_pool", lambda root, progress=False: (calls.append(root), fake_prepare(root)))
-    root = prepare.ensure_pool(tmp_path / "pool")
-    monkeypatch.setattr(prepare, "RECIPE_VERSION", prepare.RECIPE_VERSION + 1)
-    prepare.ensure_pool(root)
-    assert len(calls) == 2 and json.loads((root / "manifest.json").read_text())["version"] == prepare.RECIPE_VERSION
+    monkeypatch.setattr(recipe, "prepare_pool", lambda root, progress=False: (calls.append(root), fake_prepare(root)))
+    root = recipe.ensure_pool(tmp_path / "pool")
+    monkeypatch.setattr(recipe, "RECIPE_VERSION", recipe.RECIPE_VERSION + 1)
+    recipe.ensure_pool(root)
+    assert len(calls) == 2 and json.loads((root / "manifest.json").read_text())["version"] == recipe.RECIPE_VERSION
 
 
 def test_the_pool_is_built_into_an_empty_folder_the_user_made(tmp_path, monkeypatch):
-    monkeypatch.setattr(prepare, "prepare_pool", fake_prepare)
+    monkeypatch.setattr(recipe, "prepare_pool", fake_prepare)
     (tmp_path / "pool").mkdir()
-    assert (prepare.ensure_pool(tmp_path / "pool") / "toy" / "data.csv").is_file()
+    assert (recipe.ensure_pool(tmp_path / "pool") / "toy" / "data.csv").is_file()
 
 
 def test_pools_built_before_the_marker_are_recognised_by_their_manifest(pool, tmp_path):
-    assert not (pool.root / MARKER).exists() or prepare.is_small_pool(pool.root)
-    assert prepare.is_small_pool(pool.root)  # the shared pool: a manifest with the recipe's fields and seed
+    assert not (pool.root / MARKER).exists() or recipe.is_small_pool(pool.root)
+    assert recipe.is_small_pool(pool.root)  # the shared pool: a manifest with the recipe's fields and seed
     legacy = tmp_path / "legacy"
     shutil.copytree(pool["iris_species"].root, legacy / "iris_species")
     manifest = json.loads((pool.root / "manifest.json").read_text())
     manifest["tasks"] = [r for r in manifest["tasks"] if r["name"] == "iris_species"]
     (legacy / "manifest.json").write_text(json.dumps(manifest))
-    assert prepare.is_small_pool(legacy) and prepare._is_current(legacy)
+    assert recipe.is_small_pool(legacy) and recipe._is_current(legacy)
     assert get_pool(legacy).names == ["iris_species"]  # used as it is: nothing written
     assert sorted(p.name for p in legacy.iterdir()) == ["iris_species", "manifest.json"]
     (legacy / "manifest.json").write_text(json.dumps({**manifest, "seed": 1}))  # not this recipe's seed
-    assert not prepare.is_small_pool(legacy)
+    assert not recipe.is_small_pool(legacy)
 
 
 def test_a_killed_builds_leftovers_are_removed_only_when_they_carry_the_build_mark(tmp_path, monkeypatch):
-    monkeypatch.setattr(prepare, "prepare_pool", fake_prepare)
+    monkeypatch.setattr(recipe, "prepare_pool", fake_prepare)
     ours, theirs = tmp_path / ".pool.building-ours", tmp_path / ".pool.building-theirs"
     ours.mkdir()
-    (ours / prepare.BUILDING).touch()
+    (ours / recipe.BUILDING).touch()
     theirs.mkdir()
     (theirs / "notes.bin").write_bytes(NOTE)
-    prepare.ensure_pool(tmp_path / "pool")
+    recipe.ensure_pool(tmp_path / "pool")
     assert not ours.exists() and (theirs / "notes.bin").read_bytes() == NOTE
 
 

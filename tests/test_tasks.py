@@ -17,7 +17,7 @@ from wmrl.tasks import (
     TaskFolderError,
     get_metric,
     load_task,
-    prepare,
+    recipe,
     split_by_size,
     validate_submission,
 )
@@ -145,11 +145,11 @@ def test_every_category_has_training_and_held_out_tasks_split_by_size(pool):
 
 def test_manifest_records_every_task_with_its_checksum(pool):
     manifest = json.loads((pool.root / "manifest.json").read_text())
-    assert manifest["version"] == prepare.RECIPE_VERSION
+    assert manifest["version"] == recipe.RECIPE_VERSION
     for rec in manifest["tasks"]:
         assert set(rec) >= {"name", "category", "size_bytes", "n_rows", "metric", "higher_is_better", "source",
                             "checksum", "split"}
-        assert rec["checksum"] == prepare._checksum(pool.root / rec["name"])
+        assert rec["checksum"] == recipe._checksum(pool.root / rec["name"])
 
 
 def test_task_folders_follow_the_mle_dojo_layout_and_keep_answers_private(pool):
@@ -237,7 +237,7 @@ def test_every_source_loads_without_the_network(monkeypatch):
 
 def test_preparing_a_task_twice_gives_identical_files_with_answers_readable_by_the_owner_only(tmp_path):
     src = load_source("iris")
-    a, b = prepare.write_task(src, tmp_path / "a"), prepare.write_task(src, tmp_path / "b")
+    a, b = recipe.write_task(src, tmp_path / "a"), recipe.write_task(src, tmp_path / "b")
     assert a["checksum"] == b["checksum"]
     assert stat.S_IMODE((tmp_path / "a" / "private").stat().st_mode) == 0o700
 
@@ -248,17 +248,17 @@ def test_ensure_pool_builds_once_under_concurrent_first_uses_and_rebuilds_on_a_n
     def fake_prepare(root, progress=False):
         calls.append(root)
         root.mkdir(parents=True)
-        (root / "manifest.json").write_text(json.dumps({"version": prepare.RECIPE_VERSION, "tasks": []}))
+        (root / "manifest.json").write_text(json.dumps({"version": recipe.RECIPE_VERSION, "tasks": []}))
 
-    monkeypatch.setattr(prepare, "prepare_pool", fake_prepare)
-    threads = [threading.Thread(target=prepare.ensure_pool, args=(tmp_path / "pool",)) for _ in range(3)]
+    monkeypatch.setattr(recipe, "prepare_pool", fake_prepare)
+    threads = [threading.Thread(target=recipe.ensure_pool, args=(tmp_path / "pool",)) for _ in range(3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert len(calls) == 1 and (tmp_path / "pool" / "manifest.json").is_file()
-    prepare.ensure_pool(tmp_path / "pool")
+    recipe.ensure_pool(tmp_path / "pool")
     assert len(calls) == 1
-    monkeypatch.setattr(prepare, "RECIPE_VERSION", prepare.RECIPE_VERSION + 1)
-    prepare.ensure_pool(tmp_path / "pool")
+    monkeypatch.setattr(recipe, "RECIPE_VERSION", recipe.RECIPE_VERSION + 1)
+    recipe.ensure_pool(tmp_path / "pool")
     assert len(calls) == 2 and sorted(p.name for p in tmp_path.iterdir()) == [".pool.lock", "pool"]

@@ -1,13 +1,13 @@
 """Tasks: the small pool in MLE-Dojo's layout, real competitions imported in place, the size split.
 
-``get_pool()`` returns the pool (preparing the small one on first use, :mod:`wmrl.tasks.prepare`);
+``get_pool()`` returns the pool (preparing the small one on first use, :mod:`wmrl.tasks.recipe`);
 ``import_pool`` / ``python -m wmrl.tasks import`` point a pool at MLE-Dojo, MLE-bench or DSBench
 competitions where they lie (:mod:`wmrl.tasks.layouts`); ``load_task(path)`` loads one task folder.
 
 The package is the bottom layer of wmrl's data flow (tasks -> grading -> sandbox -> ...): it reads
 and writes task data and never imports :mod:`wmrl.grading`. Inside it, modules depend downwards
-only: metrics, split, ownership < infer < task < leaderboard, describe, sources < prepare,
-layouts < pool. It deletes or replaces only folders it wrote itself (:mod:`wmrl.tasks.ownership`).
+only: metrics, split, ownership < infer < task < leaderboard, describe, sources < recipe,
+layouts < pool < prepare, __main__ (the two command lines). It deletes or replaces only folders it wrote itself (:mod:`wmrl.tasks.ownership`).
 """
 
 from wmrl.tasks.infer import Refused

@@ -1,7 +1,7 @@
 """Kaggle-like leaderboards of the small pool, from a fixed population of deterministic participants.
 
 The boards are part of a task's data, like its hidden answers: the pool's recipe builds them once
-(:mod:`wmrl.tasks.prepare`) and :mod:`wmrl.grading` only reads them. That is why this module lives
+(:mod:`wmrl.tasks.recipe`) and :mod:`wmrl.grading` only reads them. That is why this module lives
 in ``wmrl.tasks`` (it needs nothing but the metric registry) and not in ``wmrl.grading``, which
 imports the tasks and must never be imported by them.
 

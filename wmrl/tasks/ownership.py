@@ -2,12 +2,12 @@
 
 Users point wmrl at folders of their own (a data root, a folder of competitions, an output
 folder). The project deletes or replaces only a folder it created: every pool it writes carries
-``.wmrl-pool``, a JSON marker naming the recipe that wrote it (``small``: :mod:`wmrl.tasks.prepare`;
+``.wmrl-pool``, a JSON marker naming the recipe that wrote it (``small``: :mod:`wmrl.tasks.recipe`;
 ``import``: :mod:`wmrl.tasks.pool`) and its version. Before replacing such a folder the writer
 also checks that it holds nothing but what it wrote, so a user's note dropped into a pool stops the
 rebuild with a message naming it instead of vanishing with the old pool. A folder without the
 marker is someone else's: it is read, never rebuilt (pools from before the marker existed are
-recognised by their manifest, see :func:`wmrl.tasks.prepare.is_small_pool`).
+recognised by their manifest, see :func:`wmrl.tasks.recipe.is_small_pool`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :func:`get_pool` (``root`` defaults to ``$WMRL_DATA/pool`` or ``<repo>/data/pool``):
 
 - a folder that does not exist or is empty, or the small pool's own folder: prepared by
-  :mod:`wmrl.tasks.prepare` when missing or stale, then loaded;
+  :mod:`wmrl.tasks.recipe` when missing or stale, then loaded;
 - a pool written by :func:`import_pool` (``python -m wmrl.tasks import``): loaded; its manifest
   points at the competitions where they lie;
 - any other folder is someone else's: read in place and never written (a pool ``manifest.json``,
@@ -14,7 +14,7 @@
 An imported pool's manifest splits its tasks by the paper's rule (:func:`wmrl.tasks.split_by_size`,
 15 smallest per category train, the next 5 held out, unless told otherwise) and lists the
 competitions it refused, with the reason. This module is the top of ``wmrl.tasks``: it uses
-preparation and the importers, and neither of them uses it.
+the recipe and the importers, and neither of them uses it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from wmrl.provenance import write_json_atomic
 from wmrl.tasks.layouts import SourceError, detect_layout, read_layout
 from wmrl.tasks.ownership import MARKER, PoolFolderError, is_empty, read_marker, refuse_unexpected, write_marker
-from wmrl.tasks.prepare import ensure_pool, is_small_pool
+from wmrl.tasks.recipe import ensure_pool, is_small_pool
 from wmrl.tasks.split import split_by_size
 from wmrl.tasks.task import Task, default_root, load_task
 
