@@ -20,6 +20,7 @@ from test_pool_ownership import FIXTURES, snapshot
 from wmrl.experiments.run import run_arm
 from wmrl.grading import GradingError, grade, relative_performance_gap
 from wmrl.grading.competition_code import run_competition_code
+from wmrl.sandbox import Sandbox
 from wmrl.tasks import InvalidSubmissionError, get_pool, import_pool
 from wmrl.tasks.__main__ import main as import_main
 from wmrl.tasks.ownership import MARKER
@@ -263,6 +264,22 @@ def test_what_wmrl_cannot_grade_is_refused_by_name_and_the_rest_imported(case, f
     refused = {r["name"]: r["reason"] for r in pool.manifest["refused"]}
     assert list(refused) == [name] and reason in refused[name], refused
     assert sorted(pool.names) == sorted(set(LAYOUTS[layout][2]) - {name})
+
+
+# ---------------------------------------------------------------- running solutions on an imported pool
+READ_ANSWERS = """
+try:
+    print(open({path!r}).read()[:40])
+except OSError as exc:
+    print("blocked", type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_answers_of_an_imported_task_stay_hidden_from_its_solutions(layout, fixtures, tmp_path, runs_dir):
+    task = import_layout(fixtures, layout, tmp_path / "pool").heldout[0]
+    result = Sandbox("local", timeout_s=20, base_dir=runs_dir).run(task, READ_ANSWERS.format(path=str(task.answers_path)))
+    assert result.status == "no_submission" and "blocked" in result.stdout_tail, result
 
 
 # ---------------------------------------------------------------- training on an imported pool
