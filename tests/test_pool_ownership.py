@@ -67,7 +67,7 @@ def test_prepare_cli_refuses_a_users_folder_and_leaves_it_byte_for_byte(users_fo
     before = snapshot(users_folder)
     proc = run_module("wmrl.tasks.prepare", "--root", str(users_folder))
     assert proc.returncode == 2, proc.stderr
-    assert "is not a wmrl pool" in proc.stderr and "pass another --root" in proc.stderr.lower()
+    assert "is not a wmrl pool" in proc.stderr and "pass another folder (--root)" in proc.stderr.lower()
     assert snapshot(users_folder) == before and (users_folder / "notes.bin").read_bytes() == NOTE
     assert sorted(p.name for p in users_folder.parent.iterdir()) == ["mine"]  # no lock, no build folder
 

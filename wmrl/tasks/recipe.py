@@ -205,7 +205,7 @@ def ensure_pool(root: str | os.PathLike | None = None, force: bool = False, prog
                  f"not a wmrl pool (no {MARKER} marker, no manifest.json of the small pool's recipe)")
         raise PoolFolderError(
             f"{root} is {found}, so wmrl will not build the small pool there: it builds only into a new or empty "
-            "folder or one of its own small pools. Pass another --root, or, to use competitions kept in it, import "
+            "folder or one of its own small pools. Pass another folder (--root), or, to use competitions kept in it, import "
             f"them: python -m wmrl.tasks import --layout mledojo|mlebench|dsbench {root} --out POOL")
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f".{root.name}.lock", "w") as lock:
