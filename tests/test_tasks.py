@@ -12,7 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wmrl.tasks import InvalidSubmissionError, get_metric, load_task, prepare, split_by_size, validate_submission
+from wmrl.tasks import (
+    InvalidSubmissionError,
+    TaskFolderError,
+    get_metric,
+    load_task,
+    recipe,
+    split_by_size,
+    validate_submission,
+)
 from wmrl.tasks.metrics import METRICS
 from wmrl.tasks.sources import LOADERS, load_source
 from wmrl.tasks.task import REQUIRED_FILES
@@ -137,11 +145,11 @@ def test_every_category_has_training_and_held_out_tasks_split_by_size(pool):
 
 def test_manifest_records_every_task_with_its_checksum(pool):
     manifest = json.loads((pool.root / "manifest.json").read_text())
-    assert manifest["version"] == prepare.RECIPE_VERSION
+    assert manifest["version"] == recipe.RECIPE_VERSION
     for rec in manifest["tasks"]:
         assert set(rec) >= {"name", "category", "size_bytes", "n_rows", "metric", "higher_is_better", "source",
                             "checksum", "split"}
-        assert rec["checksum"] == prepare._checksum(pool.root / rec["name"])
+        assert rec["checksum"] == recipe._checksum(pool.root / rec["name"])
 
 
 def test_task_folders_follow_the_mle_dojo_layout_and_keep_answers_private(pool):
@@ -204,8 +212,11 @@ def test_load_task_reads_a_competition_folder_prepared_by_mle_dojo(pool, tmp_pat
     original = pool["penguin_species"]
     folder = shutil.copytree(original.root, tmp_path / "penguins" / "data")
     (folder / "task.json").unlink()  # MLE-Dojo writes no task.json
-    task = load_task(tmp_path / "penguins")
-    assert (task.id_column, task.target_column, task.task_type) == ("id", "species", "classification")
+    with pytest.raises(TaskFolderError, match="no task.json, so nothing says which metric grades it"):
+        load_task(tmp_path / "penguins")  # a guessed metric would grade wrongly
+    task = load_task(tmp_path / "penguins", metric="accuracy")
+    assert (task.name, task.id_column, task.target_column, task.task_type) == ("penguins", "id", "species",
+                                                                               "classification")
     assert task.metric == "accuracy" and task.category == "tabular" and task.classes == original.classes
     regression = load_task(shutil.copytree(pool["diabetes_progression"].root, tmp_path / "diabetes"), metric="mae")
     assert regression.task_type == "regression" and not regression.higher_is_better
@@ -226,7 +237,7 @@ def test_every_source_loads_without_the_network(monkeypatch):
 
 def test_preparing_a_task_twice_gives_identical_files_with_answers_readable_by_the_owner_only(tmp_path):
     src = load_source("iris")
-    a, b = prepare.write_task(src, tmp_path / "a"), prepare.write_task(src, tmp_path / "b")
+    a, b = recipe.write_task(src, tmp_path / "a"), recipe.write_task(src, tmp_path / "b")
     assert a["checksum"] == b["checksum"]
     assert stat.S_IMODE((tmp_path / "a" / "private").stat().st_mode) == 0o700
 
@@ -237,17 +248,17 @@ def test_ensure_pool_builds_once_under_concurrent_first_uses_and_rebuilds_on_a_n
     def fake_prepare(root, progress=False):
         calls.append(root)
         root.mkdir(parents=True)
-        (root / "manifest.json").write_text(json.dumps({"version": prepare.RECIPE_VERSION, "tasks": []}))
+        (root / "manifest.json").write_text(json.dumps({"version": recipe.RECIPE_VERSION, "tasks": []}))
 
-    monkeypatch.setattr(prepare, "prepare_pool", fake_prepare)
-    threads = [threading.Thread(target=prepare.ensure_pool, args=(tmp_path / "pool",)) for _ in range(3)]
+    monkeypatch.setattr(recipe, "prepare_pool", fake_prepare)
+    threads = [threading.Thread(target=recipe.ensure_pool, args=(tmp_path / "pool",)) for _ in range(3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert len(calls) == 1 and (tmp_path / "pool" / "manifest.json").is_file()
-    prepare.ensure_pool(tmp_path / "pool")
+    recipe.ensure_pool(tmp_path / "pool")
     assert len(calls) == 1
-    monkeypatch.setattr(prepare, "RECIPE_VERSION", prepare.RECIPE_VERSION + 1)
-    prepare.ensure_pool(tmp_path / "pool")
+    monkeypatch.setattr(recipe, "RECIPE_VERSION", recipe.RECIPE_VERSION + 1)
+    recipe.ensure_pool(tmp_path / "pool")
     assert len(calls) == 2 and sorted(p.name for p in tmp_path.iterdir()) == [".pool.lock", "pool"]

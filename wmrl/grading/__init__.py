@@ -1,9 +1,28 @@
-"""Grading: leaderboards from a fixed participant population, and MLE-Dojo's position score.
+"""Grading: a submission's raw score on the hidden answers and its normalised score (MLE-Dojo's position
+score on the task's leaderboards, or DSBench's relative performance gap).
 
-``grade(task, submission_path)`` returns a :class:`Grade` (status, raw score, percentile, reason);
-``position_score(score, board_scores, higher_is_better)`` is MLE-Dojo's formula.
+``grade(task, submission_path)`` returns a :class:`Grade` (status, raw score, percentile, reason, score
+kind); ``position_score(score, board_scores, higher_is_better)`` is MLE-Dojo's formula. Imported
+competitions are scored by their own code in a limited child process (:mod:`wmrl.grading.competition_code`).
+This package imports :mod:`wmrl.tasks` and nothing above it; nothing in ``wmrl.tasks`` imports it.
 """
 
-from wmrl.grading.grade import Grade, grade, position_score, score_submission
+from wmrl.grading.competition_code import GradingError
+from wmrl.grading.grade import (
+    Grade,
+    grade,
+    normalised_score,
+    position_score,
+    relative_performance_gap,
+    score_submission,
+)
 
-__all__ = ["Grade", "grade", "position_score", "score_submission"]
+__all__ = [
+    "Grade",
+    "GradingError",
+    "grade",
+    "normalised_score",
+    "position_score",
+    "relative_performance_gap",
+    "score_submission",
+]

@@ -9,6 +9,12 @@ submission's target column must hold:
   of the sorted class labels (ROC-AUC, log-loss).
 - ``value``: a number (regression metrics).
 
+A real competition imported from MLE-Dojo, MLE-bench or DSBench is scored by its own code, not by
+a metric of this registry. Its task registers an *external* metric under its own name
+(:func:`external_metric`) with the direction and submission kind the importer read off the
+competition, so that ``get_metric(task.metric)`` answers for every loaded task; the external
+metric's ``fn`` refuses to score, because :mod:`wmrl.grading` runs the competition's code instead.
+
 :func:`validate_submission` turns a garbage submission into an :class:`InvalidSubmissionError`
 whose message says what is wrong, because that message is the feedback an agent learns from.
 """
@@ -23,13 +29,18 @@ import pandas as pd
 from sklearn import metrics as skm
 
 __all__ = [
+    "KINDS",
     "METRICS",
     "InvalidSubmissionError",
     "Metric",
     "canonical_labels",
+    "external_metric",
     "get_metric",
     "validate_submission",
 ]
+
+
+KINDS = ("label", "probability", "value")
 
 
 class InvalidSubmissionError(ValueError):
@@ -76,11 +87,33 @@ METRICS: dict[str, Metric] = {
 }
 
 
+_EXTERNAL: dict[str, Metric] = {}
+
+
+def _scored_by_competition_code(y_true, y_pred):
+    raise TypeError("an external metric is the competition's own code; wmrl.grading.grade runs it")
+
+
+def external_metric(name: str, higher_is_better: bool, kind: str) -> Metric:
+    """Register (once) and return the metric of a competition graded by its own code."""
+    if kind not in KINDS:
+        raise ValueError(f"metric kind must be one of {KINDS}, got {kind!r}")
+    if name in METRICS:
+        raise ValueError(f"external metric name {name!r} is taken by a built-in metric; name it after its competition")
+    metric = Metric(name, _scored_by_competition_code, bool(higher_is_better), kind)
+    known = _EXTERNAL.setdefault(name, metric)
+    if (known.higher_is_better, known.kind) != (metric.higher_is_better, metric.kind):
+        raise ValueError(f"external metric {name!r} is already registered with higher_is_better="
+                         f"{known.higher_is_better}, kind={known.kind!r}; got {metric.higher_is_better}, {kind!r}")
+    return known
+
+
 def get_metric(name: str) -> Metric:
+    """A built-in metric, or the external metric of a loaded imported task."""
     try:
-        return METRICS[name]
+        return METRICS.get(name) or _EXTERNAL[name]
     except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known: {sorted(METRICS)}") from None
+        raise KeyError(f"unknown metric {name!r}; known: {sorted(METRICS)} (or a loaded imported task's own)") from None
 
 
 def canonical_labels(values) -> np.ndarray:

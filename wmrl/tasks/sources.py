@@ -4,7 +4,7 @@ Nothing here touches the network: scikit-learn, scikit-image, statsmodels, rdata
 palmerpenguins and vega_datasets carry these files in their wheels (checked by loading each
 one offline). A loader returns a :class:`Source`: the rows (features and target, no id), the
 target, the category, the metric, and the words of the Kaggle-style overview. Image sources
-also return the pixels; :mod:`wmrl.tasks.prepare` writes them as PNG files so that solutions
+also return the pixels; :mod:`wmrl.tasks.recipe` writes them as PNG files so that solutions
 must load images. Rows are capped so that a pandas + scikit-learn solution runs in seconds.
 """
 

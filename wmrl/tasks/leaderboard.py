@@ -1,4 +1,9 @@
-"""Kaggle-like leaderboards from a fixed population of deterministic participants.
+"""Kaggle-like leaderboards of the small pool, from a fixed population of deterministic participants.
+
+The boards are part of a task's data, like its hidden answers: the pool's recipe builds them once
+(:mod:`wmrl.tasks.recipe`) and :mod:`wmrl.grading` only reads them. That is why this module lives
+in ``wmrl.tasks`` (it needs nothing but the metric registry) and not in ``wmrl.grading``, which
+imports the tasks and must never be imported by them.
 
 A percentile is only as meaningful as the board it is measured against. A real Kaggle board has
 a few strong entries, a crowd of reasonable ones and a long tail of weak and broken ones. We
