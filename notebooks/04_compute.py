@@ -19,7 +19,7 @@
 # **Background.** WMRL's case is an accounting one: execution dominates the cost of RL for
 # research agents, a world model is cheap, so replacing ~90% of executions should cut compute
 # by close to 10×. The paper reports totals only (GRPO, WMRL and pure-WM GPU-hours at 4B and 9B,
-# printed in section 4 from `wmrl/experiments/paper.py`), and the reviews point out two gaps:
+# printed in section 3 from `wmrl/experiments/paper.py`), and the reviews point out two gaps:
 # there is **no breakdown** (generation / world model / execution / update), and the gap between
 # WMRL and pure WM is far smaller than a 10-12.5% anchor share of GRPO's execution.
 #
@@ -201,13 +201,14 @@ print(f"\npaper: grpo / wmrl = {paper.speedup('4B'):.2f} (4B), {paper.speedup('9
       f"grpo / wm = {paper.speedup('4B', 'wm'):.2f}, {paper.speedup('9B', 'wm'):.2f}")
 
 # %% [markdown]
-# **The anchor share, and the paper's 3.1× / 3.4×.** The speedup is bounded by $1/a$ for anchor
+# **The anchor share, and the paper's reported speedups.** The speedup is bounded by $1/a$ for anchor
 # share $a$ when execution dominates; the paper never sweeps $a$. Our fitted model projects the
 # speedup over $a$ (steps: $|G_E| = \max(1, \mathrm{round}(a\,G))$ changes in whole groups). The
 # paper's own totals allow another curve: if WMRL is pure WM plus a share $a$ of GRPO's execution,
 # $\mathrm{GRPO}/(\mathrm{WM} + a(\mathrm{GRPO}-\mathrm{WM}))$ (Amdahl's law, `costs.amdahl_speedup`).
-# The paper's two points sit *above* that curve at its stated 10%: its reported ratios need an anchor
-# share of at most 2-3% (section 4), or a non-execution cost that differs between WMRL and pure WM.
+# The paper's two points sit *above* that curve at its stated share: its reported ratios need a far
+# smaller anchor share (computed in section 3), or a non-execution cost that differs between WMRL
+# and pure WM.
 
 # %%
 shares = np.linspace(0.02, 0.5, 97)
