@@ -60,6 +60,7 @@ FIGURES_OWNED_ELSEWHERE = {"06_vla": "notebook 06's curves panel has no y label;
                                     "in the VLA work"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=FIGURES_OWNED_ELSEWHERE[n], strict=False))
                                   if n in FIGURES_OWNED_ELSEWHERE else n for n in NAMES])
 def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_legend_or_title(name, tmp_path, kernel):

@@ -40,11 +40,16 @@ def _train_runs(results: Path, preset: str, seeds) -> pd.DataFrame | None:
         return None
 
 
-def _vla_runs(results: Path, preset: str, seeds) -> pd.DataFrame | None:
+def _vla_runs(results: Path, preset: str, seeds) -> pd.DataFrame | str | None:
+    """The VLA runs' Overall success per (arm, seed); a message instead when they cannot be read."""
     from wmrl.vla.results import load_results
 
+    try:
+        found = load_results(results / "vla", preset)
+    except FileNotFoundError as e:  # e.g. results in a layout the reader no longer accepts
+        return str(e)
     rows = [{"arm": r["arm"], "seed": r["seed"], "overall": r["metrics"]["all"]["overall"]}
-            for r in load_results(results / "vla", preset) if r["seed"] in seeds]
+            for r in found if r["seed"] in seeds]
     return pd.DataFrame(rows) if rows else None
 
 
@@ -82,6 +87,9 @@ def results_page(results: str | Path, preset: str = "small") -> str:
     paragraphs = {}
     for notebook, claim_list, figure, title in SECTIONS:
         data = vla if notebook == "06_vla" else runs
+        if isinstance(data, str):
+            paragraphs[notebook] = (title, [f"Its results could not be read: {data}"])
+            continue
         have = set(data.arm) if data is not None else set()
         chosen = [c for c in claim_list if {c.a, c.b} <= have]
         if not chosen:
