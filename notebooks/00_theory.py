@@ -30,11 +30,11 @@
 # | 4 | Thm 3: world-model rewards only leave a bias floor independent of steps and step size | `00_theory_thm3.png` |
 # | 5 | Thm 4: Online Debiasing shrinks the bias like $1/(1+T/T_0)$ (and what it buys in training) | `00_theory_thm4_bias.png`, `00_theory_thm4_training.png` |
 # | 6 | Thm 4: IVD's variance is $V_{WM}/(1+V_{WM}/V_E)$, below either stream | `00_theory_ivd.png` |
-# | 7 | Lemma 12: an error $\epsilon$ in $\rho$ costs only $\approx\epsilon^2/4$ variance | `00_theory_lemma12.png` |
+# | 7 | Lemma 12: an error $\epsilon$ in $\rho$ costs variance of second order only: $\epsilon^2/4$ to second order, more when $\rho$ is underestimated | `00_theory_lemma12.png` |
 # | 8 | Assumption 6 failing: isotonic debiasing cannot remove an arm-dependent bias; $\eta^2$ sees it | `00_theory_a6.png` |
 #
 # Sections 1-3 set up the problem, the gradient estimator and the training loop; section 9 collects
-# the numbers (the cell nbval checks).
+# the numbers (the cell nbval checks) and says what they show, in sentences computed from them.
 #
 # `MODE="replay"` (the default) redraws everything from `results/theory/` in seconds;
 # `MODE="train"` reruns the simulations (about a minute at the `small` preset on 2 cores).
@@ -78,10 +78,11 @@ from wmrl.advantage import group_advantages
 from wmrl.calibration import OnlineDebiaser
 from wmrl.config import MethodConfig
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
+from wmrl.experiments import findings, plots
 from wmrl.step import WMRLStep
 
 SUB = "theory"
-nb.use_style()
+plots.use_style()
 
 
 def save(df_or_dict, name, seed=None):
@@ -182,18 +183,19 @@ assert np.abs(est - exact).max() < 0.1 * np.abs(exact).max()
 # ## 3. One training loop for every arm of the paper
 #
 # All runs below share one loop. Per step: sample $G\times n$ arms; real rewards $y = r_a + \sigma_E\zeta$;
-# world-model scores $\hat r = s_a + \sigma_{WM}\xi$ with $s = \phi(r)$ (or a "hacked" $s$, section 7).
-#
-# - `grpo`: every group really executed; `wm`: every group scored by the world model, uncorrected;
+# world-model scores $\hat r = s_a + \sigma_{WM}\xi$ with $s = \phi(r)$ (or a "hacked" $s$, section 8).
 # The method is the package's `WMRLStep` (`wmrl/step.py`, Algorithm 1), exactly as the trainers use it:
 #
+# - `grpo`: every group really executed; `wm`: every group scored by the world model, uncorrected;
 # - `mix`: one anchor group a step (`AnchorScheduler`, $\max(1, \mathrm{round}(0.1\cdot 8))$) with real
 #   rewards, the rest raw world-model scores, uniform weights;
 # - `od`: as `mix` but world-model scores pass through the isotonic map $\hat f$ fitted on the anchor
-#   pairs (`OnlineDebiaser`, the paper's schedule: identity until 200 pairs, refit every 64);
+#   pairs (`OnlineDebiaser`, the paper's schedule, `MethodConfig`'s defaults: the identity until
+#   `od_min_pairs` pairs, then a refit every `od_refit_every`; printed below);
 # - `wmrl`: `od` plus IVD weights, $\rho$ from `InverseVarianceWeighter` ($\eta^2$ over the last 16
 #   anchor groups, $\eta^2_{cal}$ recorded after 48 anchor groups). Warm-up must end a full window *after*
-#   OD's first fit (25 groups), otherwise $\eta^2_{cal}$ mixes in uncalibrated residuals and $\rho$ is biased low.
+#   OD's first fit (at `od_min_pairs / n` anchor groups), otherwise $\eta^2_{cal}$ mixes in uncalibrated
+#   residuals and $\rho$ is biased low.
 #
 # Every run records the gap, $\eta^2$, $\rho$, and the **bias of the rewards it trains on**:
 # $B^2 = \sum_a \pi(a)\,(E_\xi[\hat f(s_a+\sigma_{WM}\xi)] - r_a - c)^2$ with $c$ the $\pi$-weighted mean
@@ -202,9 +204,12 @@ assert np.abs(est - exact).max() < 0.1 * np.abs(exact).max()
 # %%
 XI_NODES = ndtri((np.arange(41) + 0.5) / 41)  # quadrature nodes of N(0, 1)
 ARMS = ("grpo", "wm", "mix", "od", "wmrl")
-# The paper's schedule: OD's identity until 200 pairs, refit every 64; eta^2 over 16 anchor groups,
-# eta^2_cal after 48 (OD's first fit at 25 groups, plus a full window).
-METHOD = MethodConfig(od_min_pairs=200, od_refit_every=64, ivd_warmup_groups=48, ivd_window=16)
+# The paper's OD schedule (MethodConfig's defaults); eta^2 over 16 anchor groups, eta^2_cal after 48
+# (OD's first fit, plus a full window).
+METHOD = MethodConfig(ivd_warmup_groups=48, ivd_window=16)
+assert METHOD.ivd_warmup_groups >= np.ceil(METHOD.od_min_pairs / N) + METHOD.ivd_window
+print(f"OD: identity until {METHOD.od_min_pairs} pairs ({METHOD.od_min_pairs / N:.0f} anchor groups of {N}), "
+      f"then a refit every {METHOD.od_refit_every}; IVD window {METHOD.ivd_window}, warm-up {METHOD.ivd_warmup_groups} groups")
 
 
 def reward_bias(calib, s, pi):
@@ -256,7 +261,7 @@ def train(arm, gamma, steps, seed, s_late=None, late_from=0, record_every=10):
 # *more precisely to the wrong policy*), and a variance term that shrinks with $\gamma$. With real
 # rewards the same loop has no floor: its gap keeps falling, two orders of magnitude below. (Even a monotone $\phi$ biases a
 # regularised objective; without regularisation it would only slow learning down. Bias that reorders
-# the arms is section 7.)
+# the arms is section 8.)
 #
 # Check: run both for each step size $\gamma$ over the same "horizon" $\sum_t\gamma = $ `THEORY_HORIZON`.
 
@@ -275,30 +280,26 @@ if cfg.train:
 thm3 = load("thm3_curves")
 
 # %%
-def tail_mean(df, frac=0.25):
-    """Mean gap over the last quarter of each run (the plateau)."""
-    return df.groupby(["arm", "gamma", "seed"]).apply(
-        lambda d: d.gap[d.step >= (1 - frac) * d.step.max()].mean(), include_groups=False
-    ).rename("final_gap").reset_index()
-
-
-thm3_final = tail_mean(thm3)
+thm3_final = findings.plateau(thm3)  # mean gap over the last quarter of each run
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
 gammas = sorted(thm3.gamma.unique(), reverse=True)
 shades = plt.cm.viridis(np.linspace(0, 0.85, len(gammas)))
 for g, c in zip(gammas, shades):
     for arm, ls in (("wm", "-"), ("grpo", ":")):
-        m = thm3[(thm3.arm == arm) & (thm3.gamma == g)].groupby("step").gap.mean()
-        ax1.plot(m.index.to_numpy() + 1, m.to_numpy(), ls, color=c, label=f"{arm}, γ={g:g}")
+        d = thm3[(thm3.arm == arm) & (thm3.gamma == g)].assign(step1=lambda d: d.step + 1)
+        plots.mean_band(ax1, d, "step1", "gap", color=c, ls=ls, label=f"{arm}, γ={g:g} (geometric mean)", log=True)
 ax1.axhline(FLOOR, color="tab:red", lw=1, alpha=0.6)
 ax1.text(1.1, FLOOR * 0.72, "predicted floor τ·KL(π_φ‖π*)", color="tab:red")
-ax1.set(xscale="log", yscale="log", xlabel="step", ylabel="suboptimality gap",
+ax1.set(xscale="log", yscale="log", xlabel="step + 1 (log scale)", ylabel="suboptimality gap J* - J (log scale)",
         title="Gap vs steps (solid: world model only, dotted: real rewards)")
-ax1.legend(fontsize=7, ncol=2)
+handles, _ = ax1.get_legend_handles_labels()
+ax1.legend(handles=handles + [plt.matplotlib.patches.Patch(color="0.5", alpha=0.15, label=plots.CI_LOG_LABEL)],
+           fontsize=7, ncol=2)
 summ = thm3_final.groupby(["arm", "gamma"]).final_gap.agg(["mean", "std"]).reset_index()
 for arm, lab in (("wm", "world model only"), ("grpo", "real rewards (GRPO)")):
     d = summ[summ.arm == arm]
-    ax2.errorbar(d.gamma, d["mean"], yerr=d["std"].fillna(0), marker="o", capsize=3, color=nb.ARM_COLORS[arm], label=lab)
+    ax2.errorbar(d.gamma, d["mean"], yerr=d["std"].fillna(0), marker="o", capsize=3, color=plots.ARM_COLORS[arm],
+                 label=f"{lab} (mean ± SD over seeds)")
 ax2.axhline(FLOOR, color="tab:red", lw=1, ls="--", alpha=0.6, label="predicted bias floor")
 ax2.set(xscale="log", yscale="log", xlabel="step size γ", ylabel="final gap (last 25% of steps)",
         title="Theorem 3: the floor does not move with γ")
@@ -415,7 +416,8 @@ print(f"eps0^2={eps0:.2e}; fit A={A:.2e}, T0={T0:.0f} pairs; tail exponent {alph
 #
 # What the contraction buys in training: `wm` stays at its floor, `mix` (anchors, no correction) only
 # dilutes the bias by the share of anchors, `od` and `wmrl` fall towards `grpo` once OD's first fit
-# arrives (200 pairs = 25 steps), leaving the small residual bias of the noise overlap.
+# arrives (after `od_min_pairs` pairs, one anchor group of `N` a step), leaving the small residual bias of the
+# noise overlap. Lines: mean over seeds; bands: 95% CI over seeds.
 
 # %%
 if cfg.train:
@@ -428,18 +430,22 @@ thm4 = load("thm4_curves")
 thm4_bias_arm = load("thm4_arm_bias")
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-for arm in ARMS:
-    m = thm4[thm4.arm == arm].groupby("step")[["gap", "bias2"]].mean()
-    ax1.plot(m.index, m.gap, color=nb.ARM_COLORS[arm], label=arm)
+for arm in ARMS:  # positive quantities on log axes: geometric mean and the interval of the log
+    d = thm4[thm4.arm == arm]
+    plots.mean_band(ax1, d, "step", "gap", color=plots.ARM_COLORS[arm], label=f"{arm} (geometric mean)", log=True)
     if arm != "grpo":
-        ax2.plot(m.index, m.bias2, color=nb.ARM_COLORS[arm], label=arm)
-ax1.axhline(FLOOR, color="tab:red", lw=1, ls="--", alpha=0.6)
-ax1.set(yscale="log", xlabel="step", ylabel="suboptimality gap", title=f"Gap, γ={cfg['THEORY_GAMMA']:g}")
-ax2.set(yscale="log", xlabel="step", ylabel="squared reward bias $B^2$ under π", title="Bias of the rewards trained on")
-ax1.legend(fontsize=8)
+        plots.mean_band(ax2, d, "step", "bias2", color=plots.ARM_COLORS[arm], label=f"{arm} (geometric mean)", log=True)
+ax1.axhline(FLOOR, color="tab:red", lw=1, ls="--", alpha=0.6, label="Theorem 3's bias floor")
+ax1.set(yscale="log", xlabel="step", ylabel="suboptimality gap J* - J (log scale)", title=f"Gap, γ={cfg['THEORY_GAMMA']:g}")
+ax2.set(yscale="log", xlabel="step", ylabel="squared reward bias $B^2$ under π (log scale)",
+        title="Bias of the rewards trained on")
+for ax in (ax1, ax2):
+    handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=handles + [plt.matplotlib.patches.Patch(color="0.5", alpha=0.15, label=plots.CI_LOG_LABEL)],
+              fontsize=8)
 fig.tight_layout()
 nb.save_figure(fig, "00_theory_thm4_training", cfg, "Gap and reward bias during training for grpo / wm / mix / od / "
-               "wmrl on the synthetic problem.", sources=[cfg.results_dir / SUB / "thm4_curves.parquet"])
+               "wmrl on the synthetic problem (mean and 95% CI over seeds).", sources=[cfg.results_dir / SUB / "thm4_curves.parquet"])
 plt.show()
 
 # %% [markdown]
@@ -528,7 +534,8 @@ fig, ax = plt.subplots(figsize=(8, 4))
 ax.bar(range(len(bars)), list(bars.values()), color=["k", "tab:red", "tab:orange", "tab:olive", "tab:green"], alpha=0.8)
 ax.axhline(ivd_mean.formula, color="tab:green", ls="--", label="formula $V_{WM}/(1+V_{WM}/V_E)$")
 ax.set_xticks(range(len(bars)), list(bars.keys()), fontsize=8)
-ax.set(ylabel="gradient variance (trace)", title="Theorem 4: inverse-variance fusion beats either stream")
+ax.set(xlabel="gradient estimator (mean over seeds)", ylabel="gradient variance (trace of the covariance)",
+       title="Theorem 4: inverse-variance fusion beats either stream")
 ax.legend(fontsize=8)
 fig.tight_layout()
 nb.save_figure(fig, "00_theory_ivd", cfg, "Measured variance of the anchor stream, the world-model stream and the fused "
@@ -549,12 +556,16 @@ assert ivd_mean.fused_rho_star < min(ivd_mean.V_E, ivd_mean.V_WM)
 # $\frac{v_E}{|G_E|}\,\frac{x^2+ab}{(x+b)^2}$ with $x = \rho|G_E| = a(1+\epsilon)$, so relative to the optimum
 #
 # $$\frac{\mathrm{Var}(\rho^*(1+\epsilon))}{\mathrm{Var}(\rho^*)} = \frac{1+2p\epsilon+p\epsilon^2}{(1+p\epsilon)^2}
-#   = 1 + \frac{p(1-p)\,\epsilon^2}{(1+p\epsilon)^2} \;\le\; 1 + \frac{\epsilon^2}{4} + O(\epsilon^3).$$
+#   = 1 + \frac{p(1-p)\,\epsilon^2}{(1+p\epsilon)^2} \;=\; 1 + p(1-p)\,\epsilon^2 + O(\epsilon^3)
+#   \;\le\; 1 + \frac{\epsilon^2}{4} + O(\epsilon^3).$$
 #
 # No first-order term (the optimum is a minimum), and $p(1-p)\le 1/4$ with equality when both streams
-# weigh the same ($p=1/2$, our 2 + 6 groups with $\rho^*=3$). With the paper's 1 anchor group of 8,
-# $p<1/2$ and the cost is smaller still. Check: the ratio measured on the same draws (common random
-# numbers) against the exact expression.
+# weigh the same ($p=1/2$, our 2 + 6 groups with $\rho^*=3$); with fewer anchors (1 + 6 here) $p<1/2$
+# and the cost is smaller. But $\epsilon^2/4$ is the *second-order* term only, not a bound on the
+# exact inflation: the denominator $(1+p\epsilon)^2$ is below 1 when $\rho$ is underestimated
+# ($\epsilon<0$), so an underestimate costs more than $\epsilon^2/4$ and an overestimate less (the
+# measured values are printed below the figure). Check: the ratio measured on the same draws
+# (common random numbers) against the exact expression.
 
 # %%
 l12 = load("lemma12")
@@ -565,7 +576,7 @@ for (n_e, d), c in zip(l12.groupby("lemma12_n_anchor"), ("tab:purple", "tab:gree
     p = m.p.mean()
     ax.plot(m.index, m.ratio - 1, "o", color=c, ms=4, label=f"measured, {n_e} anchor + {N_WM} WM groups (p={p:.2f})")
     ax.plot(ee, p * (1 - p) * ee**2 / (1 + p * ee) ** 2, "-", color=c, lw=1, label=f"exact $p(1-p)ε^2/(1+pε)^2$, p={p:.2f}")
-ax.plot(ee, ee**2 / 4, "k:", label="$ε^2/4$")
+ax.plot(ee, ee**2 / 4, "k:", label="second-order approximation $ε^2/4$ (at p = 1/2)")
 ax.set(xlabel="relative error ε in ρ", ylabel="variance inflation Var(ρ*(1+ε))/Var(ρ*) − 1",
        title="Lemma 12: second-order sensitivity to ρ", ylim=(0, None))
 ax.legend(fontsize=7)
@@ -577,6 +588,8 @@ m2 = l12[l12.lemma12_n_anchor == 2].groupby("eps")[["ratio", "p"]].mean()
 pred = 1 + m2.p * (1 - m2.p) * m2.index**2 / (1 + m2.p * m2.index) ** 2
 print("max |measured - exact| of the ratio:", float(np.abs(m2.ratio - pred).max().round(4)))
 assert np.abs(m2.ratio - pred).max() < 0.02
+for e in (-0.5, 0.5):
+    print(f"eps = {e:+.1f}: measured inflation {np.interp(e, m2.index, m2.ratio) - 1:.4f}, second-order eps^2/4 = {e**2 / 4:.4f}")
 
 # %% [markdown]
 # ## 8. When Assumption 6 fails: an arm-dependent bias
@@ -609,7 +622,7 @@ a6_bias = load("a6_arm_bias")
 hack_from = a6.hack_from.iloc[0]
 fig, axes = plt.subplots(2, 2, figsize=(12, 8))
 ax = axes[0, 0]
-for df, dx, c, lab in ((thm4_bias_arm, -0.2, "tab:gray", "Assumption 6 holds"), (a6_bias, 0.2, "tab:purple", "fails (hacked arm at 0.28)")):
+for df, dx, c, lab in ((thm4_bias_arm, -0.2, "tab:gray", "Assumption 6 holds"), (a6_bias, 0.2, "tab:purple", f"fails (hacked arm at {R[HACK]:.2f})")):
     ax.bar(np.arange(K) + dx, df[df.arm == "od"].groupby("arm_index").bias.mean(), width=0.4, color=c, label=lab)
 ax.axhline(0, color="k", lw=0.8)
 ax.set_xticks(np.arange(K), [f"{r:.2f}" for r in R], fontsize=8)
@@ -620,21 +633,26 @@ for ax, col, title in ((axes[0, 1], "eta2", "The η² audit sees it"), (axes[1, 
     for arm in arms_shown:
         ls = "-" if arm == "od" else "--"
         for df, c, lab in ((a6, "tab:purple", "fails"), (thm4, "tab:gray", "holds")):
-            m = df[df.arm == arm].groupby("step")[col].mean()
-            ax.plot(m.index, m, ls, color=c, label=f"{arm}, Assumption 6 {lab}")
-    ax.axvline(hack_from, color="k", lw=0.8, ls=":")
-    ax.set(xlabel="step", ylabel=col.replace("eta2", "η² (calibrated residual on anchors)"), title=title)
-    ax.legend(fontsize=8)
+            log = col == "eta2"
+            plots.mean_band(ax, df[df.arm == arm], "step", col, color=c, ls=ls, log=log, bounds=None if log else (1, np.inf),
+                            label=f"{arm}, Assumption 6 {lab} ({'geometric ' if log else ''}mean)")
+    ax.axvline(hack_from, color="k", lw=0.8, ls=":", label="the hack starts")
+    ax.set(xlabel="step", ylabel={"eta2": "η² (calibrated residual on anchors, log scale)",
+                                  "rho": "ρ (anchor weight, ratio)"}[col], title=title)
+    handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=handles + [plt.matplotlib.patches.Patch(
+        color="0.5", alpha=0.15, label=plots.CI_LOG_LABEL if col == "eta2" else plots.CI_LABEL)], fontsize=8)
 axes[0, 1].set_yscale("log")
 ax = axes[1, 1]
 for arm in ("wm", "od", "wmrl"):
-    d = a6[a6.arm == arm].groupby("step").gap.mean()
-    ax.plot(d.index, d, color=nb.ARM_COLORS[arm], label=arm)
-g = thm4[thm4.arm == "grpo"].groupby("step").gap.mean()
-ax.plot(g.index, g, color="k", label="grpo (real rewards)")
-ax.axvline(hack_from, color="k", lw=0.8, ls=":")
-ax.set(yscale="log", xlabel="step", ylabel="suboptimality gap", title="Gap when Assumption 6 fails (dotted: hack starts)")
-ax.legend(fontsize=8)
+    plots.mean_band(ax, a6[a6.arm == arm], "step", "gap", color=plots.ARM_COLORS[arm], label=f"{arm} (geometric mean)",
+                    log=True)
+plots.mean_band(ax, thm4[thm4.arm == "grpo"], "step", "gap", color="k", label="grpo, real rewards (geometric mean)",
+                log=True)
+ax.axvline(hack_from, color="k", lw=0.8, ls=":", label="the hack starts")
+ax.set(yscale="log", xlabel="step", ylabel="suboptimality gap J* - J (log scale)", title="Gap when Assumption 6 fails")
+handles, _ = ax.get_legend_handles_labels()
+ax.legend(handles=handles + [plt.matplotlib.patches.Patch(color="0.5", alpha=0.15, label=plots.CI_LOG_LABEL)], fontsize=8)
 fig.tight_layout()
 nb.save_figure(fig, "00_theory_a6", cfg, "Assumption 6 failing (an arm-dependent, reward-hacking bias from the dotted line on): the "
                "bias survives isotonic calibration, eta^2 and rho rise, the gap with them.",
@@ -648,7 +666,7 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 def final(df, arm):
-    return tail_mean(df[df.arm == arm]).final_gap.mean()
+    return findings.plateau(df[df.arm == arm]).final_gap.mean()
 
 
 def late(df, arm, col):
@@ -681,6 +699,15 @@ summary = pd.DataFrame([
 ], columns=["claim", "quantity", "value"])
 summary["value"] = [f"{v:.4g}" if isinstance(v, float) else v for v in summary.value]
 print(summary.to_string(index=False, justify="left"))
+
+# %% [markdown]
+# ## What we see
+#
+# Computed from the results of sections 4-8 (`findings.theory_findings`), so the text cannot drift
+# from the numbers.
+
+# %% tags=["nbval-check-output"]
+print("\n".join(findings.theory_findings(cfg.results_dir / SUB)))
 
 # %%
 nb.provenance_table(cfg, SUB)

@@ -1,7 +1,18 @@
-"""Runnable experiments: the helpers every notebook shares and, later, the trainer CLI.
+"""Runnable experiments and the analysis every notebook shares.
 
-:mod:`wmrl.experiments.notebook` is the notebook convention (parameters, presets, results with
-provenance, figures); notebooks import it explicitly, so nothing is re-exported here.
+- running: :mod:`~wmrl.experiments.run` (one arm), :mod:`~wmrl.experiments.collect` (train what is
+  missing, load runs, :func:`~wmrl.experiments.collect.load_arm_runs`);
+- the notebook convention: :mod:`~wmrl.experiments.notebook` (parameters, results with provenance,
+  figures);
+- analysis: :mod:`~wmrl.experiments.stats` (intervals, paired differences, detectable differences,
+  Holm), :mod:`~wmrl.experiments.claims` (the paper's claims and verdicts),
+  :mod:`~wmrl.experiments.curves` (learning curves, compute to reach a score),
+  :mod:`~wmrl.experiments.noise` (evaluation vs training noise), :mod:`~wmrl.experiments.costs`
+  (compute accounting), :mod:`~wmrl.experiments.plots` (the figures' visual language),
+  :mod:`~wmrl.experiments.findings` (notebook sentences), :mod:`~wmrl.experiments.paper` (the
+  paper's numbers), :mod:`~wmrl.experiments.results_page` (``RESULTS.md``).
+
+Notebooks import the modules explicitly, so nothing is re-exported here.
 """
 
 __all__: list[str] = []

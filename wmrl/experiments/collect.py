@@ -1,4 +1,4 @@
-"""Gather runs for the notebooks: train what is missing, load what exists, with 95% intervals.
+"""Gather runs for the notebooks: train what is missing, load what exists.
 
 The notebooks share runs: the ``wmrl`` arm of the main table is the ``both`` row of the ablation
 table and the reference of the anchor-only notebook. :func:`ensure_runs` therefore trains an
@@ -8,6 +8,9 @@ table and the reference of the anchor-only notebook. :func:`ensure_runs` therefo
 A run with config overrides (a new switch, an ablation) needs a ``tag``: it is stored under
 ``<arm>~<tag>/`` and loaded as arm ``"<arm>~<tag>"``, so it never overwrites, and is never
 mistaken for, the default run of its arm.
+
+:func:`load_arm_runs` is the notebooks' one call: train the missing runs in train mode, load them,
+check that every (arm, seed) asked for is there, and add the compute totals.
 """
 
 from __future__ import annotations
@@ -18,17 +21,17 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from wmrl.config import SCHEDULING_FIELDS, experiment_identity
+from wmrl.experiments.costs import add_totals
+from wmrl.experiments.notebook import NotebookConfig, ParameterError
 from wmrl.experiments.run import run_arm
 from wmrl.presets import run_config
 from wmrl.progress import tqdm
 from wmrl.runs import RESULTS, run_dir, run_label
 
-__all__ = ["ensure_runs", "load_runs", "load_table", "mean_ci"]
+__all__ = ["check_runs_present", "ensure_runs", "load_arm_runs", "load_runs", "load_table", "run_settings"]
 
 
 def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULTS, progress: bool = True,
@@ -141,11 +144,50 @@ def load_table(runs: pd.DataFrame, name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def mean_ci(values, confidence: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t confidence interval (NaN half-width with fewer than two values)."""
-    v = np.asarray(values, dtype=float)
-    m = float(v.mean())
-    if len(v) < 2:
-        return m, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
-    return m, m - half, m + half
+def run_settings(runs: pd.DataFrame, *fields: str) -> pd.DataFrame:
+    """Configuration values of each run (``"method.rho_max"``...), read from its ``summary.json``.
+
+    A run records its whole configuration; runs written before the typed configuration tree kept
+    it flat (``rho_max`` at the top level), so a dotted name falls back to its last part.
+    """
+    rows = []
+    for d in runs.dir:
+        config = json.loads((Path(d) / "summary.json").read_text())["provenance"]["config"]
+        row = {}
+        for f in fields:
+            section, _, name = f.rpartition(".")
+            value = config.get(section, {}).get(name) if isinstance(config.get(section), dict) else None
+            row[f] = config.get(name) if value is None else value
+        rows.append(row)
+    return pd.DataFrame(rows, index=pd.MultiIndex.from_arrays([runs.arm, runs.seed]))
+
+
+def check_runs_present(runs: pd.DataFrame, arms, seeds) -> None:
+    """Fail with the missing (arm, seed) pairs and how to train them, instead of a KeyError later."""
+    have = set(zip(runs.arm, runs.seed))
+    missing = [(a, s) for a in arms for s in seeds if (a, s) not in have]
+    if missing:
+        raise ParameterError(
+            f"missing runs {missing}; train them with MODE='train' (papermill: -p MODE train) or "
+            f"`python -m wmrl.experiments run --arm ARM --seed SEED`, or pass SEEDS/ARMS that exist")
+
+
+def load_arm_runs(cfg: NotebookConfig, arms, *, tag: str | None = None, overrides: dict | None = None,
+                  seeds=None) -> pd.DataFrame:
+    """A notebook's runs of ``arms``: trained first when ``cfg.mode`` is train, checked, with compute totals.
+
+    One row per (arm, seed) as :func:`load_runs` gives it, plus :func:`~wmrl.experiments.costs.add_totals`'
+    columns and ``run``, the run's folder relative to ``cfg.results_dir`` (what a reader can open).
+    """
+    arms, seeds = list(arms), list(cfg.seeds if seeds is None else seeds)
+    if cfg.train:
+        ensure_runs(arms, seeds, cfg.preset, cfg.results_dir, tag=tag, overrides=overrides)
+    try:
+        runs = load_runs(cfg.preset, cfg.results_dir, arms=arms, seeds=seeds, tag=tag)
+    except FileNotFoundError as e:
+        raise ParameterError(str(e)) from None
+    check_runs_present(runs, [run_label(a, tag) for a in arms], seeds)
+    runs = add_totals(runs)
+    runs["run"] = [str(Path(d).resolve().relative_to(cfg.results_dir)) for d in runs.dir]
+    order = {run_label(a, tag): i for i, a in enumerate(arms)}
+    return runs.assign(_o=runs.arm.map(order)).sort_values(["_o", "seed"]).drop(columns="_o").reset_index(drop=True)

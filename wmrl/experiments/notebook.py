@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from wmrl.config import ConfigError
+from wmrl.experiments.plots import ARM_COLORS, describe_axes, use_style
 from wmrl.presets import notebook_params, preset_names
 from wmrl.provenance import atomic_path, provenance, write_json_atomic
 
@@ -50,20 +51,8 @@ __all__ = [
 
 MODES = ("replay", "train")
 COMMON_KEYS = ("MODE", "PRESET", "SEEDS", "RESULTS_DIR", "FIGURES_DIR")
-
-#: One colour per arm in every notebook's figures (``sft`` is the VLA analog's untrained policy).
-ARM_COLORS = {"untrained": "tab:gray", "sft": "0.5", "grpo": "k", "wm": "tab:red", "mix": "tab:orange",
-              "ivd": "tab:cyan", "od": "tab:blue", "wmrl": "tab:green", "anchor_only": "tab:purple"}
-#: The notebooks' matplotlib settings.
-STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
-         "axes.spines.right": False}
-
-
-def use_style() -> None:
-    """Apply :data:`STYLE`: every notebook's figures look alike."""
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(STYLE)
+# ``ARM_COLORS`` and ``use_style`` live in :mod:`wmrl.experiments.plots`; they are re-exported here
+# because every notebook already holds this module as ``nb``.
 
 
 class ParameterError(ValueError):
@@ -180,7 +169,8 @@ def _provenance_of(result: Path) -> dict | None:
         return json.loads(_sidecar(result).read_text())
     for holder in (result, result.with_name("summary.json")):
         if holder.suffix == ".json" and holder.is_file():
-            found = json.loads(holder.read_text()).get("provenance")
+            data = json.loads(holder.read_text())
+            found = data.get("provenance") if isinstance(data, dict) else None  # calibration.json is a list
             if found:
                 return found
     return None
@@ -236,10 +226,12 @@ def provenance_table(cfg: NotebookConfig, subdir: str) -> pd.DataFrame:
 
 
 def save_figure(fig, name: str, cfg: NotebookConfig, caption: str, sources=()) -> Path:
-    """Write ``figures/<name>.png`` and ``<name>.png.provenance.json`` (caption + its sources).
+    """Write ``figures/<name>.png`` and ``<name>.png.provenance.json`` (caption, panels, sources).
 
     The sidecar names the result files the figure was drawn from (relative to ``RESULTS_DIR``)
-    and copies their provenance, so a figure can be traced to the runs that produced its numbers. The PNG itself carries no
+    and copies their provenance, so a figure can be traced to the runs that produced its numbers;
+    it also describes each panel (title, axis labels, legend entries, read from matplotlib's
+    objects by :func:`~wmrl.experiments.plots.describe_axes`), which the figure test checks. The PNG itself carries no
     date or commit, so replaying unchanged results gives identical bytes, and an unchanged file is
     not rewritten (nbval's replay of the committed notebooks leaves ``figures/`` untouched).
     """
@@ -249,7 +241,8 @@ def save_figure(fig, name: str, cfg: NotebookConfig, caption: str, sources=()) -
     if not path.is_file() or path.read_bytes() != buf.getvalue():
         with atomic_path(path) as tmp:
             tmp.write_bytes(buf.getvalue())
-    side = {"figure": path.name, "caption": caption, "notebook": cfg.notebook, "sources": {}}
+    side = {"figure": path.name, "caption": caption, "notebook": cfg.notebook, "panels": describe_axes(fig),
+            "sources": {}}
     for src in map(Path, sources):
         src = src.resolve()
         key = str(src.relative_to(cfg.results_dir)) if src.is_relative_to(cfg.results_dir) else src.name

@@ -1,0 +1,53 @@
+"""The variance decomposition (evaluation vs training noise) and campaign sizing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wmrl.experiments import noise, stats
+
+
+def test_variance_components_recover_known_evaluation_and_training_noise():
+    rng = np.random.default_rng(1)
+    seeds, reps, sd_train, sd_eval = 400, 5, 3.0, 6.0
+    policy = rng.normal(50, sd_train, seeds)
+    df = pd.DataFrame([{"seed": s, "avg": policy[s] + rng.normal(0, sd_eval)} for s in range(seeds) for _ in range(reps)])
+    c = noise.variance_components(df)
+    assert c["var_eval"] == pytest.approx(sd_eval**2, rel=0.05)
+    assert c["var_train"] == pytest.approx(sd_train**2, rel=0.15)
+    assert c["n0"] == reps and c["eval_share"] == pytest.approx(36 / 45, abs=0.03)
+
+
+def test_variance_components_match_the_one_way_anova_mean_squares():
+    df = pd.DataFrame({"seed": [0, 0, 0, 1, 1, 1, 2, 2, 2], "avg": [1.0, 2.0, 3.0, 4.0, 6.0, 5.0, 9.0, 7.0, 8.0]})
+    from statsmodels.formula.api import ols
+    from statsmodels.stats.anova import anova_lm
+
+    table = anova_lm(ols("avg ~ C(seed)", df).fit())
+    ms_between, ms_within = table["mean_sq"].iloc[0], table["mean_sq"].iloc[1]
+    c = noise.variance_components(df)
+    assert c["var_eval"] == pytest.approx(ms_within)
+    assert c["var_train"] == pytest.approx((ms_between - ms_within) / 3)
+
+
+def test_a_policy_fixed_across_seeds_measures_evaluation_noise_alone():
+    runs = pd.DataFrame({"arm": ["untrained"] * 3 + ["wmrl"] * 3, "seed": [0, 1, 2] * 2,
+                         "avg": [0.30, 0.40, 0.35, 0.2, 0.6, 0.4]})
+    t = noise.noise_from_fixed_policy(runs, ["untrained", "wmrl"], scale=100)
+    var_eval, var_total = np.var([30, 40, 35], ddof=1), np.var([20, 60, 40], ddof=1)
+    assert t.loc["untrained", "sd_eval"] == pytest.approx(np.sqrt(var_eval)) and t.loc["untrained", "sd_train"] == 0
+    assert t.loc["wmrl", "sd_train"] == pytest.approx(np.sqrt(var_total - var_eval))
+    assert t.loc["wmrl", "eval_share"] == pytest.approx(var_eval / var_total)
+    with pytest.raises(ValueError, match="two seeds"):
+        noise.noise_from_fixed_policy(runs[runs.seed == 0], ["wmrl"])
+
+
+def test_common_random_numbers_and_repeats_shrink_only_the_evaluation_part():
+    base = noise.projected_mdd(4.0, 36.0, seeds=5)
+    assert base == pytest.approx(stats.min_detectable_difference(np.sqrt(2 * 4 + 2 * 36), 5))
+    assert noise.projected_mdd(4.0, 36.0, seeds=5, eval_corr=1.0) == pytest.approx(
+        stats.min_detectable_difference(np.sqrt(8.0), 5))
+    assert noise.projected_mdd(4.0, 36.0, seeds=5, eval_reps=4) < base
+    assert noise.projected_mdd(4.0, 36.0, seeds=10) < base

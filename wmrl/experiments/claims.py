@@ -1,0 +1,243 @@
+r"""The paper's claims as seed-paired tests, their verdicts, and sentences computed from them.
+
+A claim is a comparison of two arms that the paper says points one way (``expect``). Per seed it
+gives one paired value (a difference in percentile points, or a log ratio); the table reports
+the mean with its 95% interval, the difference the seeds could detect (80% power), the raw
+verdict and the verdict after Holm's correction over the claims of the table:
+
+- **reproduced**: the interval lies on the paper's side of the null (after Holm: the adjusted
+  p-value is below 5% and the estimate is on the paper's side);
+- **fails**: it lies on the other side;
+- **inconclusive**: it straddles the null (always so with one seed).
+
+:func:`what_we_see` writes a notebook's closing sentences from such a table, so that no notebook
+text can say more, or other, than its numbers.
+
+The claim lists (:data:`MAIN`, :data:`ABLATION`, :data:`ANCHOR_ONLY`, :data:`VLA`) are defined
+here, once, with the paper's numbers taken from :mod:`wmrl.experiments.paper`; the notebooks and
+``RESULTS.md`` read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from wmrl.experiments import paper
+from wmrl.experiments.curves import compute_to_reach, learning_curves
+from wmrl.experiments.stats import (
+    ALPHA,
+    POWER,
+    fmt_ci,
+    holm,
+    mean_ci,
+    min_detectable_difference,
+    paired_values,
+    t_test_p,
+    verdict,
+)
+
+__all__ = ["ABLATION", "ANCHOR_ONLY", "MAIN", "VLA", "Claim", "ComputeToReach", "claims_display", "claims_table",
+           "evaluate_claims", "what_we_see"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper claim as the seed-paired comparison ``a (op) b`` expected ``expect`` its null.
+
+    ``op="diff"``: ``(a - b) * scale`` (held-out Avg is a fraction; ``scale=100`` gives percentile
+    points, as the paper reports); ``op="ratio"``: ``a / b``, tested as ``log(a / b)`` against 0.
+    """
+
+    id: str
+    statement: str
+    paper: str  # the paper's numbers behind the claim, for the reader
+    a: str
+    b: str
+    col: str = "avg"
+    expect: str = ">"
+    op: str = "diff"
+    scale: float = 100.0
+    digits: int = 1
+    unit: str = "points"
+    #: what to say about seeds where the paired value is undefined ({a}, {b}, {seeds} are filled in)
+    undefined: str = "the paired value is undefined at seed(s) {seeds}"
+
+    def per_seed(self, runs: pd.DataFrame) -> pd.Series:
+        """The paired value at each seed (NaN where it is undefined)."""
+        return paired_values(runs, self.a, self.b, self.col, self.scale, self.op)
+
+    @property
+    def label(self) -> str:
+        return f"{self.a} {'-' if self.op == 'diff' else '/'} {self.b}"
+
+    def natural(self, v: float) -> float:
+        """A value on the test's scale back on the reader's (a log ratio becomes a ratio)."""
+        return float(np.exp(v)) if self.op == "ratio" else float(v)
+
+
+@dataclass(frozen=True)
+class ComputeToReach(Claim):
+    """The speedup claim read off learning curves: ``a``'s compute over ``b``'s to reach ``a``'s final score.
+
+    Per seed, both arms' held-out curves (against charged compute, step 0 = the untrained policy)
+    are interpolated to the compute at which each first reaches ``a``'s final held-out Avg; the
+    paired value is ``log(compute_a / compute_b)``. A seed where ``b`` never gets there within its
+    run has no value (the claim is then inconclusive and the note names the seed).
+    """
+
+    op: str = "ratio"
+    col: str = "compute_to_reach"
+    digits: int = 2
+    unit: str = "x"
+    undefined: str = "{b} never reached {a}'s final held-out score within its run at seed(s) {seeds}"
+
+    def per_seed(self, runs: pd.DataFrame) -> pd.Series:
+        t = compute_to_reach(learning_curves(runs[runs.arm.isin([self.a, self.b, "untrained"])]), self.b, self.a)
+        return np.log(t.speedup)
+
+
+def _share(x: str) -> str:
+    return f"{x:.1f}x"
+
+
+MAIN = (
+    Claim("C0", "GRPO improves on the untrained agent", paper.versus("grpo", "untrained"), "grpo", "untrained"),
+    Claim("C1-C2", "WMRL beats GRPO on held-out Avg", paper.versus("wmrl", "grpo"), "wmrl", "grpo"),
+    ComputeToReach("C3", "WMRL reaches GRPO's final held-out score with less compute",
+                   f"GPU-hours GRPO / WMRL = {_share(paper.speedup('4B'))} (4B), {_share(paper.speedup('9B'))} (9B)",
+                   "grpo", "wmrl"),
+    Claim("C4", "a pure world model falls below GRPO", paper.versus("wm", "grpo"), "wm", "grpo", expect="<"),
+    Claim("C4'", "corrections are load-bearing: WMRL beats the pure world model", paper.versus("wmrl", "wm"),
+          "wmrl", "wm"),
+)
+
+ABLATION = (
+    Claim("C22-IVD", "IVD alone beats neither correction", paper.ablation_versus("ivd", "mix"), "ivd", "mix"),
+    Claim("C22-OD", "OD alone beats neither correction", paper.ablation_versus("od", "mix"), "od", "mix"),
+    Claim("C22-both", "both corrections beat neither", paper.ablation_versus("wmrl", "mix"), "wmrl", "mix"),
+    Claim("C22-order", "OD alone beats IVD alone", paper.ablation_versus("od", "ivd"), "od", "ivd"),
+    Claim("C22-add", "IVD adds to OD: both beat OD alone", paper.ablation_versus("wmrl", "od"), "wmrl", "od"),
+    Claim("C22-mix", "the uncorrected mix is below GRPO", paper.ablation_versus("mix", "grpo"), "mix", "grpo",
+          expect="<"),
+    Claim("C23", "OD alone beats real-execution GRPO", paper.ablation_versus("od", "grpo"), "od", "grpo"),
+)
+
+ANCHOR_ONLY = (
+    Claim("Q1", "the world model adds information beyond the anchors at the same execution budget",
+          "not tested in the paper", "wmrl", "anchor_only"),
+    Claim("Q2", "anchor-only GRPO, the anchors alone, is below full GRPO", "not tested in the paper",
+          "anchor_only", "grpo", expect="<"),
+    Claim("Q3", "WMRL beats full GRPO, C1-C2 as in notebook 01", paper.versus("wmrl", "grpo"), "wmrl", "grpo"),
+)
+
+
+def _table2(a: str, b: str) -> str:
+    t = paper.TABLE2.set_index("arm").overall
+    return f"{t[a]:.1f} vs {t[b]:.1f} ({t[a] - t[b]:+.1f})"
+
+
+VLA = tuple(Claim(f"T2-{a}-{b}", f"{a} beats {b} on Overall success", _table2(a, b), a, b, col="overall")
+            for a, b in (("grpo", "sft"), ("wm", "sft"), ("wmrl", "sft"), ("wmrl", "grpo"), ("wmrl", "wm")))
+
+
+def evaluate_claims(runs: pd.DataFrame, claims, alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
+    """One row per claim: the paired estimate, its interval, detectable difference, p-values and verdicts.
+
+    Columns (numbers on the reader's scale: points, or a ratio): ``statement``, ``paper``,
+    ``comparison``, ``mean``, ``lo``, ``hi``, ``seeds``, ``mdd`` (the detectable difference, or
+    for a ratio the detectable factor), ``p``, ``verdict``, ``p_holm``, ``verdict_holm``, ``note``;
+    and the claim's ``expect``, ``op``, ``digits``, ``unit`` for rendering. Holm's family is the
+    claims of this call; a claim without a p-value counts in it as p = 1.
+    """
+    rows = []
+    for c in claims:
+        v = c.per_seed(runs)
+        missing = v[v.isna() | ~np.isfinite(v)]
+        v = v.drop(missing.index)
+        m, lo, hi = mean_ci(v) if len(v) else (np.nan, np.nan, np.nan)
+        sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+        mdd = min_detectable_difference(sd, len(v), alpha, power)
+        p = t_test_p(v) if missing.empty else float("nan")
+        note = c.undefined.format(a=c.a, b=c.b, seeds=", ".join(map(str, missing.index))) if len(missing) else ""
+        rows.append({"claim": c.id, "statement": c.statement, "paper": c.paper, "comparison": c.label,
+                     "mean": c.natural(m), "lo": c.natural(lo), "hi": c.natural(hi), "seeds": len(v),
+                     "mdd": c.natural(mdd), "p": p,
+                     "verdict": verdict(lo, hi, c.expect) if missing.empty else "inconclusive",
+                     "note": note, "expect": c.expect, "op": c.op, "digits": c.digits, "unit": c.unit, "_m": m})
+    t = pd.DataFrame(rows).set_index("claim")
+    if t.empty:
+        return t
+    t["p_holm"] = holm(t.p.fillna(1.0))
+    side = np.where(t.expect == ">", t._m > 0, t._m < 0)
+    sig = t.p_holm < alpha
+    t["verdict_holm"] = np.where(sig & side, "reproduced", np.where(sig & ~side, "fails", "inconclusive"))
+    return t.drop(columns="_m")
+
+
+def _fmt_row(r) -> tuple[str, str]:
+    if r.op == "ratio":
+        ours = fmt_ci(r["mean"], r.lo, r.hi, r.digits, "x") if np.isfinite(r["mean"]) else "-"
+        mdd = f"x{r.mdd:.2f}" if np.isfinite(r.mdd) else "-"
+    else:
+        ours = fmt_ci(r["mean"], r.lo, r.hi, r.digits) if np.isfinite(r["mean"]) else "-"
+        mdd = f"{r.mdd:.{r.digits}f}" if np.isfinite(r.mdd) else "-"
+    return f"{r.comparison} = {ours}", mdd
+
+
+def claims_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The printable claims table: paper, ours with its 95% interval, detectable difference, both verdicts."""
+    out = pd.DataFrame(index=table.index)
+    out["statement"], out["paper"] = table.statement, table.paper
+    formatted = [_fmt_row(r) for _, r in table.iterrows()]
+    out["ours (95% CI)"] = [f for f, _ in formatted]
+    out["seeds"] = table.seeds
+    out["detectable (80%)"] = [d for _, d in formatted]
+    out["verdict"], out["verdict (Holm)"] = table.verdict, table.verdict_holm
+    if table.note.astype(bool).any():
+        out["note"] = table.note
+    return out
+
+
+def claims_table(runs: pd.DataFrame, claims) -> pd.DataFrame:
+    """:func:`claims_display` of :func:`evaluate_claims`: the printable table in one call."""
+    return claims_display(evaluate_claims(runs, claims))
+
+
+def _direction(r) -> str:
+    m = r["mean"] - (1.0 if r.op == "ratio" else 0.0)
+    if not np.isfinite(m) or m == 0:
+        return "has no direction"
+    return "points the claim's way" if (m > 0) == (r.expect == ">") else "points the other way"
+
+
+def what_we_see(table: pd.DataFrame) -> list[str]:
+    """Sentences computed from :func:`evaluate_claims`: what each comparison shows, then a tally."""
+    out = []
+    k = len(table)
+    for cid, r in table.iterrows():
+        ours, mdd = _fmt_row(r)
+        unit = "" if r.op == "ratio" else f" {r.unit}"
+        if r.note:
+            out.append(f"{cid} ({r.statement}): not resolved: {r.note}"
+                       + (f"; at the other seeds {ours}." if r.seeds else "."))
+            continue
+        if r.verdict == "inconclusive":
+            detect = f"; {r.seeds} seeds detect only a true difference of {mdd}{unit} or more (80% power)" \
+                if mdd != "-" else "; one seed cannot resolve anything"
+            out.append(f"{cid} ({r.statement}): not resolved. {ours}{unit} over {r.seeds} seeds "
+                       f"{_direction(r)}, but the interval includes {'1' if r.op == 'ratio' else '0'}{detect}.")
+            continue
+        holm_note = ("and it holds after Holm's correction over the table's claims" if r.verdict_holm == r.verdict
+                     else f"but not after Holm's correction over the table's {k} claims")
+        word = "reproduced" if r.verdict == "reproduced" else "fails: the data point the other way"
+        out.append(f"{cid} ({r.statement}): {word}. {ours}{unit} over {r.seeds} seeds, {holm_note}.")
+    counts = table.verdict.value_counts()
+    holm_counts = table.verdict_holm.value_counts()
+    out.append(f"Of {k} claims, {counts.get('reproduced', 0)} reproduced, {counts.get('fails', 0)} fail and "
+               f"{counts.get('inconclusive', 0)} are not resolved at this size (after Holm's correction: "
+               f"{holm_counts.get('reproduced', 0)} / {holm_counts.get('fails', 0)} / "
+               f"{holm_counts.get('inconclusive', 0)}).")
+    return out
