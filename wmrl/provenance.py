@@ -10,9 +10,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from wmrl.paths import REPO
+
 __all__ = ["atomic_path", "provenance", "write_json_atomic"]
 
-REPO = Path(__file__).resolve().parent.parent
 CODE_PATHS = ("wmrl", "sandbox", "params", "pyproject.toml", "Makefile")
 
 

@@ -29,11 +29,11 @@ from pathlib import Path
 import nbformat
 
 from wmrl.experiments.notebook import available_presets, ensure_kernel
+from wmrl.paths import REPO
 from wmrl.provenance import atomic_path
 
 __all__ = ["NotebookRun", "discover", "main", "replay_notebook", "train_notebook"]
 
-REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 RUNS = REPO / "results" / "runs"
 

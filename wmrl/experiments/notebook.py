@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from wmrl.paths import REPO
 from wmrl.provenance import atomic_path, provenance, write_json_atomic
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
     "use_style",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
 PARAMS_DIR = REPO / "params"
 MODES = ("replay", "train")
 COMMON_KEYS = ("MODE", "PRESET", "SEEDS", "RESULTS_DIR", "FIGURES_DIR")

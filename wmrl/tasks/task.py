@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from wmrl.paths import REPO
 from wmrl.tasks.metrics import get_metric
 
 __all__ = ["REQUIRED_FILES", "Task", "TaskPool", "default_root", "get_pool", "load_task"]
@@ -172,7 +173,7 @@ def default_root() -> Path:
     """``$WMRL_DATA/pool`` when WMRL_DATA is set, else ``<repo>/data/pool`` (git-ignored)."""
     if os.environ.get("WMRL_DATA"):
         return Path(os.environ["WMRL_DATA"]) / "pool"
-    return Path(__file__).resolve().parents[2] / "data" / "pool"
+    return REPO / "data" / "pool"
 
 
 def get_pool(root: str | os.PathLike | None = None) -> TaskPool:
