@@ -69,7 +69,8 @@ def make_world_model(cfg: TrainConfig, seed: int, sandbox):
     from wmrl.world_model.backends import TransformersBackend
     from wmrl.world_model.llm import LLMWorldModel
 
-    return LLMWorldModel(TransformersBackend(), temperature=cfg.wm_temperature, seed=seed, time_limit_s=cfg.timeout_s)
+    return LLMWorldModel(TransformersBackend(), temperature=cfg.wm_temperature, seed=seed,
+                         time_limit_s=sandbox.facts.cpu_budget_s)
 
 
 def per_category(tasks, k: int) -> list:
@@ -105,7 +106,8 @@ def headline(evals: pd.DataFrame) -> dict:
 
 def _memo_salt(pool, cfg: TrainConfig) -> str:
     manifest = json.dumps(pool.manifest, sort_keys=True, default=str)
-    return hashlib.sha256(f"{manifest}|{cfg.timeout_s}|{cfg.memory_mb}".encode()).hexdigest()[:16]
+    # "cpu-budget": timeout_s counts CPU seconds since the sandbox changed its budget (wall-clock results differ)
+    return hashlib.sha256(f"{manifest}|cpu-budget {cfg.timeout_s}|{cfg.memory_mb}".encode()).hexdigest()[:16]
 
 
 def run_arm(arm: str, preset: str = "small", seed: int = 0, out: str | Path | None = None, *, memo: bool = True,

@@ -86,7 +86,7 @@ class TrainConfig:
     eval_samples: int = 8  # paper: avg@8
     eval_tasks: int = 0  # held-out tasks per category (the smallest first); 0: all of them
     train_tasks: int = 0  # training tasks per category (the smallest first); 0: all of them
-    timeout_s: float = 20.0  # real execution budget per run (paper: 1200 s on a GPU slot)
+    timeout_s: float = 20.0  # execution budget per run, CPU seconds of the script's process tree (paper: 1200 s)
     memory_mb: int = 2048
     workers: int = 2  # sandbox runs in parallel, one core each (more than the free cores distorts timeouts)
     memo: bool = True  # serve repeated (task, code) from the execution memo, charged at its cost
