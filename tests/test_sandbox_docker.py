@@ -3,6 +3,8 @@
 The hostile-program suite runs against docker too (tests/test_sandbox_hostile.py, marked
 ``docker``); `.ci/run` installs and starts an engine and builds the offline image when it can.
 """
+import shutil
+
 import pytest
 
 from wmrl.sandbox import Sandbox, SandboxError
@@ -39,3 +41,17 @@ def test_a_containers_cpu_time_is_read_from_its_own_cgroup_less_the_supervisor(t
     assert quick.status == "ok" and quick.cpu_s < 0.2, quick  # the supervisor's own start-up is not charged
     tree = sandbox.run(toy, forking_burner(2, 0.3, then=toy_solution()))
     assert tree.status == "ok" and 0.55 <= tree.cpu_s < 1.5, tree
+
+
+@pytest.mark.docker
+@pytest.mark.gpu
+def test_a_gpu_sandbox_sees_its_gpu(toy, tmp_path):
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("no NVIDIA GPU (driver) on this machine")
+    if (reason := docker_available("wmrl-sandbox:cuda")) is not None:
+        pytest.skip(f"docker: {reason} (sandbox/Dockerfile.cuda)")
+    sandbox = Sandbox("docker", timeout_s=60, gpus=1, image="wmrl-sandbox:cuda", grader=toy_grade, base_dir=tmp_path)
+    code = "import torch\nassert torch.cuda.device_count() == 1, torch.cuda.device_count()\n" \
+           "print(torch.ones(2, device='cuda').sum().item())\n" + toy_solution()
+    result = sandbox.run(toy, code)
+    assert result.status == "ok" and result.stdout_tail.strip() == "2.0", result

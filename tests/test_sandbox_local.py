@@ -141,9 +141,13 @@ def test_bad_limits_are_refused_with_the_value_and_what_was_expected(kwargs, nam
     assert named in str(err.value)
 
 
-def test_the_wall_backstop_defaults_to_three_times_the_budget_and_at_least_ten_seconds_more():
-    assert Limits(timeout_s=2).wall_timeout_s == 12 and Limits(timeout_s=20).wall_timeout_s == 60
+def test_the_wall_backstop_defaults_to_five_times_the_budget_and_at_least_ten_seconds_more():
+    assert Limits(timeout_s=2).wall_timeout_s == 12 and Limits(timeout_s=20).wall_timeout_s == 100
     assert Limits(timeout_s=2, wall_timeout_s=4).wall_timeout_s == 4
+
+
+def test_a_run_with_gpus_has_no_address_space_limit_which_cuda_would_exceed():
+    assert "RLIMIT_AS" in Limits().rlimits() and "RLIMIT_AS" not in Limits(gpus=1).rlimits()
 
 
 def test_gpus_are_refused_by_the_local_backend_with_the_way_out():

@@ -80,8 +80,6 @@ def device_requests(gpus: int) -> list:
 
 
 class DockerBackend:
-    warm = False  # one fresh container (and interpreter) per run
-
     def __init__(self, limits: Limits, base_dir: str | os.PathLike | None = None, image: str | None = None):
         import docker
 

@@ -61,7 +61,7 @@ class Sandbox:
 
     ``timeout_s`` is the budget in CPU seconds of the solution's whole process tree;
     ``wall_timeout_s`` a wall-clock backstop against sleeping or blocked programs (default
-    ``max(3 * timeout_s, timeout_s + 10)``); both end a run as ``timeout`` and the result's
+    ``max(5 * timeout_s, timeout_s + 10)``); both end a run as ``timeout`` and the result's
     ``limit`` says which. ``backend`` is "local" (namespaces, this machine) or "docker" (one
     container per run, ``image``; ``gpus`` > 0 hands each container that many GPUs);
     ``executor`` is "threads" (this machine) or "ray" (fan ``run_many`` out over a Ray cluster,
