@@ -176,18 +176,15 @@ def print_agreement(report: dict) -> None:
 def _agent_scripts(n: int, seed: int = 0) -> list[tuple]:
     """The benchmark's fixed set: ``n`` scripts the untrained agent writes for the pool's tasks.
 
-    The one place this module reaches above the sandbox (the agent, the task pool), lazily and
-    only for the command line; ``load_agreement`` itself takes any jobs.
+    The one place this module reaches above the sandbox (the task pool, the agent's habits via
+    the fidelity set's sampler), lazily and only for the command line; ``load_agreement`` itself
+    takes any jobs.
     """
-    import numpy as np
-
-    from wmrl.agent.grammar import render
-    from wmrl.agent.habits import habit_choices
     from wmrl.tasks import get_pool
+    from wmrl.world_model.fidelity import sample_items
 
     pool = get_pool()
-    tasks, rng = [*pool.train, *pool.heldout], np.random.default_rng(seed)
-    return [(t, render(t, habit_choices(t, rng))) for t in (tasks[i % len(tasks)] for i in range(n))]
+    return sample_items([*pool.train, *pool.heldout], n, seed)
 
 
 def main(argv: list[str] | None = None) -> dict:
