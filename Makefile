@@ -36,7 +36,7 @@ test: $(VENV)/.installed
 ## Micro-benchmarks of the core bookkeeping, the sandbox and the trainer.
 bench: $(VENV)/.installed
 	$(PY) -m wmrl.bench
-	$(PY) -m wmrl.sandbox.bench --idle-vs-busy
+	$(PY) -m wmrl.experiments.sandbox_load
 	$(PY) -m wmrl.experiments.bench
 
 lint: $(VENV)/.installed

@@ -24,7 +24,7 @@ CHECK = textwrap.dedent("""
     import json, sys, tempfile
     from pathlib import Path
     import wmrl
-    from wmrl.paths import REPO
+    from wmrl.provenance import REPO
     from wmrl.sandbox import Sandbox, local, warm
     from wmrl.sandbox.toy import make_toy_task, toy_grade, toy_solution
     task = make_toy_task(Path(tempfile.mkdtemp()) / "pool")

@@ -29,8 +29,7 @@ from pathlib import Path
 import nbformat
 
 from wmrl.experiments.notebook import available_presets, ensure_kernel
-from wmrl.paths import REPO
-from wmrl.provenance import atomic_path
+from wmrl.provenance import REPO, atomic_path
 
 __all__ = ["NotebookRun", "discover", "main", "replay_notebook", "train_notebook"]
 

@@ -28,8 +28,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from wmrl.paths import REPO
-from wmrl.provenance import atomic_path, provenance, write_json_atomic
+from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
 
 __all__ = [
     "ARM_COLORS",

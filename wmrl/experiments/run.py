@@ -31,8 +31,7 @@ from wmrl.agent.habits import prior_probabilities
 from wmrl.agent.policy import AgentPolicy
 from wmrl.experiments.presets import preset_overrides
 from wmrl.ledger import ComputeLedger
-from wmrl.paths import REPO
-from wmrl.provenance import atomic_path, provenance, write_json_atomic
+from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
 from wmrl.trainer.config import TrainConfig
 from wmrl.trainer.grpo import GRPOLearner
 from wmrl.trainer.memo import ExecutionMemo

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.paths import REPO
+from wmrl.provenance import REPO
 from wmrl.tasks.metrics import get_metric
 
 __all__ = ["REQUIRED_FILES", "Task", "TaskPool", "default_root", "get_pool", "load_task"]
