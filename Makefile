@@ -47,6 +47,7 @@ lab: $(VENV)/.installed
 ## Micro-benchmarks of the core bookkeeping, the sandbox and the trainer.
 bench: $(VENV)/.installed
 	$(PY) -m wmrl.bench
+	$(PY) -m wmrl.experiments.sandbox_load
 	$(PY) -m wmrl.experiments.bench
 
 ## Style (ruff) and the import layers of pyproject.toml's [tool.importlinter] (data flows one way).

@@ -38,7 +38,7 @@ while read -r lib; do
 done < "$ROOT/.libs"
 rm "$ROOT/.libs"
 cp /bin/sh "$ROOT/usr/bin/sh"
-cp "$HERE/runtime/run_solution.py" "$ROOT/wmrl/run_solution.py"
+cp "$HERE/../wmrl/sandbox/runtime/run_solution.py" "$ROOT/wmrl/run_solution.py"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' > "$ROOT/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$ROOT/etc/group"
 

@@ -47,7 +47,10 @@ def test_the_identity_ignores_scheduling_and_paths_but_nothing_else():
     ({"method.fusion": "both"}, r"choose one of \['normalized', 'scale_only'\]"),
     ({"method.anchor_fraction": 1.5}, r"must be in \[0, 1\]"),
     ({"train.steps": "ten"}, "must be an integer"),
-    ({"sandbox.memo": "yes"}, "must be true or false"),
+    ({"sandbox.memo": "yes"}, r"choose one of \['run', 'shared', 'off'\]"),
+    ({"train.std_normalize": "yes"}, "must be true or false"),
+    ({"sandbox.wall_timeout_s": "long"}, "must be a number"),
+    ({"sandbox.wall_timeout_s": 1.0}, "must be at least the CPU budget"),
     ({"world_model.kind": "llm", "world_model.backend": "openai"}, "needs world_model.base_url"),
     ({"sandbox.backend": "podman"}, "choose one of"),
 ])
@@ -68,8 +71,8 @@ def test_unknown_arms_and_presets_list_the_known_ones_and_paper_points_to_the_ll
 
 
 def test_set_items_parse_as_json_else_as_text_and_reject_a_missing_value():
-    assert parse_set(["method.rho_max=3", "method.fusion=scale_only", "sandbox.memo=false"]) == {
-        "method.rho_max": 3, "method.fusion": "scale_only", "sandbox.memo": False}
+    assert parse_set(["method.rho_max=3", "method.fusion=scale_only", "train.std_normalize=false"]) == {
+        "method.rho_max": 3, "method.fusion": "scale_only", "train.std_normalize": False}
     with pytest.raises(ConfigError, match="FIELD=VALUE"):
         parse_set(["method.rho_max"])
     assert apply_overrides({"arm": "a", "method": {"x": 1}}, {"method.x": 2})["method"]["x"] == 2

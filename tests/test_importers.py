@@ -66,7 +66,8 @@ def import_layout(fixtures: Path, layout: str, out: Path, **kwargs):
 
 def train_one_smoke_step(pool, out: Path) -> dict:
     """The trainer's API, in one place for when its configuration changes shape."""
-    return run_arm("grpo", "smoke", seed=0, out=out, pool=pool, memo=False, progress=False, steps=1)
+    return run_arm("grpo", "smoke", seed=0, out=out, pool=pool, progress=False,
+                   overrides={"train.steps": 1, "sandbox.memo": "off"})
 
 
 def perfect_submission(task, path: Path) -> Path:

@@ -22,3 +22,10 @@ def test_run_many_over_ray_returns_results_in_job_order(local_ray, tmp_path):
     results = sandbox.run_many(jobs, max_workers=2)
     assert [r.status for r in results] == ["ok", "runtime_error", "no_submission"]
     assert results[1].error_type == "KeyError" and results[0].raw_score == pytest.approx(0.5)
+
+
+def test_a_gpu_slot_asks_ray_for_its_gpus_and_cpus():
+    from wmrl.sandbox.ray_executor import _remote
+
+    options = _remote(2.0, 1)._default_options
+    assert (options["num_cpus"], options["num_gpus"]) == (2.0, 1)

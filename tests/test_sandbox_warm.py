@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from wmrl.sandbox import Sandbox, SandboxError, warm
-from wmrl.sandbox.cgroup import memory_cgroup_root
+from wmrl.sandbox.cgroup import run_group_paths
 from wmrl.sandbox.toy import sandbox_processes, toy_grade, toy_solution
 
 pytestmark = pytest.mark.skipif(not Sandbox("local", warm=True).isolation.endswith("+warm"),
@@ -164,9 +164,9 @@ def test_servers_and_their_runs_die_with_the_host(tmp_path):
     while (os.path.exists(f"/proc/{server}") or sandbox_processes(base)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{server}") and sandbox_processes(base) == []
-    if (root := memory_cgroup_root()) is not None:  # the dead host never removed its run's group
-        for run in base.iterdir():
-            (root / f"wmrl-{run.name}").rmdir()
+    for run in base.iterdir():  # the dead host never removed its run's groups
+        for group in run_group_paths(run.name):
+            group.rmdir()
 
 
 def test_warm_falls_back_to_cold_where_it_cannot_match_it(runs_dir):

@@ -45,12 +45,24 @@ def test_every_arm_runs_at_the_smoke_preset_and_writes_its_results(arm, pool, tm
 
 
 @pytest.mark.slow
-def test_memo_hits_are_charged_the_cost_of_the_run_they_reuse(pool, tmp_path, memo_path):
-    run_arm("grpo", "smoke", seed=5, out=tmp_path / "a", pool=pool, memo_path=memo_path, progress=False)
-    again = run_arm("grpo", "smoke", seed=5, out=tmp_path / "b", pool=pool, memo_path=memo_path, progress=False)
-    assert again["memo"]["hits"] > 0
+def test_shared_memo_hits_are_charged_the_cost_of_the_run_they_reuse(pool, tmp_path, memo_path):
+    kw = {"pool": pool, "memo_path": memo_path, "progress": False, "overrides": {"sandbox.memo": "shared"}}
+    run_arm("grpo", "smoke", seed=5, out=tmp_path / "a", **kw)
+    again = run_arm("grpo", "smoke", seed=5, out=tmp_path / "b", **kw)
+    assert again["memo"]["hits"] > 0 and memo_path.exists()
     ex = again["compute"]["execution"]
     assert ex["charged_s"] > ex["actual_s"]  # served from the memo, billed as if executed
+
+
+@pytest.mark.slow
+def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(pool, tmp_path):
+    memo_path = tmp_path / "shared.sqlite"
+    first = run_arm("grpo", "smoke", seed=6, out=tmp_path / "a", pool=pool, memo_path=memo_path, progress=False)
+    second = run_arm("grpo", "smoke", seed=6, out=tmp_path / "b", pool=pool, memo_path=memo_path, progress=False)
+    assert (tmp_path / "a" / "memo.sqlite").exists() and (tmp_path / "b" / "memo.sqlite").exists()
+    assert not memo_path.exists()  # the shared memo is never touched
+    assert second["memo"] == first["memo"]  # the second run met nothing the first one executed
+    assert second["heldout"] == first["heldout"]
 
 
 @pytest.mark.slow

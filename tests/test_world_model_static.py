@@ -130,14 +130,15 @@ def test_it_never_opens_private_files(tasks, monkeypatch):
 def test_the_model_is_told_how_the_sandbox_starts_scripts_and_its_time_limit(tasks):
     from types import SimpleNamespace
 
+    from wmrl.sandbox import SandboxFacts
     from wmrl.world_model.analysis import analyse
     from wmrl.world_model.static import COLD_STARTUP_S, WARM_STARTUP_S, estimate_seconds
 
-    def sandbox(isolation):
-        return SimpleNamespace(isolation=isolation, limits=SimpleNamespace(timeout_s=2.0))
+    def sandbox(warm_start):
+        return SimpleNamespace(facts=SandboxFacts("local", 2.0, 12.0, 2048, 1.0, 0, warm_start, ("pandas",) * warm_start))
 
-    warm = ProgramAnalysisWorldModel.for_sandbox(sandbox("mnt+net+pid+uid+memcg+warm"), temperature=1)
-    cold = ProgramAnalysisWorldModel.for_sandbox(sandbox("mnt+net+pid+uid+memcg"), temperature=1)
+    warm = ProgramAnalysisWorldModel.for_sandbox(sandbox(True), temperature=1)
+    cold = ProgramAnalysisWorldModel.for_sandbox(sandbox(False), temperature=1)
     assert (warm.startup_s, cold.startup_s, warm.time_limit_s) == (WARM_STARTUP_S, COLD_STARTUP_S, 2.0)
     facts = analyse(tasks["tabular"], CLEAN)
     gap = estimate_seconds(tasks["tabular"], facts, COLD_STARTUP_S) - estimate_seconds(tasks["tabular"], facts, WARM_STARTUP_S)

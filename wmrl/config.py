@@ -58,7 +58,7 @@ class ConfigError(ValueError):
 
 
 def check_section(obj) -> None:
-    """Type-check a section's fields: ``Literal`` choices, numbers, booleans, optional strings.
+    """Type-check a section's fields: ``Literal`` choices, numbers, booleans, strings, each optionally None.
 
     Every config section (here and in :mod:`wmrl.vla.config`) calls it from ``__post_init__``.
     """
@@ -66,24 +66,36 @@ def check_section(obj) -> None:
     for f in fields(obj):
         value, hint = getattr(obj, f.name), hints[f.name]
         where = f"{type(obj).SECTION}.{f.name}" if getattr(type(obj), "SECTION", "") else f.name
-        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        args = typing.get_args(hint)
         if dataclasses.is_dataclass(hint):
             continue
-        if origin is Literal:
-            if value not in args:
-                raise ConfigError(f"{where}={value!r} is not valid; choose one of {list(args)}")
-        elif hint is bool:
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where} must be true or false, got {value!r}")
-        elif hint is int:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"{where} must be an integer, got {value!r}")
-        elif hint is float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ConfigError(f"{where} must be a number, got {value!r}")
-            object.__setattr__(obj, f.name, float(value))
-        elif args and type(None) in args and value is not None and not isinstance(value, str):  # str | None
-            raise ConfigError(f"{where} must be a string or null, got {value!r}")
+        if args and type(None) in args and typing.get_origin(hint) is not Literal:  # X | None
+            if value is None:
+                continue
+            hint = next(a for a in args if a is not type(None))
+        checked = _checked_value(where, value, hint)
+        if checked is not value:
+            object.__setattr__(obj, f.name, checked)
+
+
+def _checked_value(where: str, value, hint):
+    """``value`` if it fits ``hint`` (an int for a float becomes a float), else a ConfigError saying what fits."""
+    if typing.get_origin(hint) is Literal:
+        if value not in typing.get_args(hint):
+            raise ConfigError(f"{where}={value!r} is not valid; choose one of {list(typing.get_args(hint))}")
+    elif hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+    elif hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+    elif hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    elif hint is str and not isinstance(value, str):
+        raise ConfigError(f"{where} must be a string, got {value!r}")
+    return value
 
 
 def at_least(obj, **minimums) -> None:
@@ -190,18 +202,28 @@ class SandboxConfig:
     backend: Literal["local", "docker"] = "local"  # local namespaces, or one container per run
     executor: Literal["threads", "ray"] = "threads"  # fan executions out over threads or a Ray cluster
     image: str | None = None  # docker backend: the image (default: the offline-built wmrl image)
-    workers: int = 1  # executions in parallel (one core each; scheduling only, not identity)
-    timeout_s: float = 20.0  # execution budget per run
+    workers: int = 1  # executions in parallel (scheduling only, not identity)
+    #: the execution budget: CPU seconds of the solution's whole process tree, so that a run's
+    #: outcome does not depend on what else the machine is doing
+    timeout_s: float = 20.0
+    #: wall-clock backstop against scripts that sleep or block; None: max(5 x budget, budget + 10 s)
+    wall_timeout_s: float | None = None
     memory_mb: int = 2048
     gpus: int = 0  # GPUs per execution slot (docker and ray only)
-    #: serve a repeated (task, script) from an earlier real run, charged that run's measured cost
-    memo: bool = True
+    #: ``run``: a script this run already executed for a task is served from the run's own memo
+    #: (charged the measured cost of the execution it reuses), so a run depends on nothing outside
+    #: itself; ``shared``: one memo at the data root for every run (faster; a labelled replay mode:
+    #: a run then reuses outcomes other runs measured); ``off``: execute every script.
+    memo: Literal["run", "shared", "off"] = "run"
 
     def __post_init__(self):
         check_section(self)
         at_least(self, workers=1, memory_mb=64, gpus=0)
         if self.timeout_s <= 0:
             raise ConfigError(f"sandbox.timeout_s must be > 0, got {self.timeout_s}")
+        if self.wall_timeout_s is not None and self.wall_timeout_s < self.timeout_s:
+            raise ConfigError(f"sandbox.wall_timeout_s={self.wall_timeout_s} must be at least the CPU budget "
+                              f"sandbox.timeout_s={self.timeout_s} (or null for the default)")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,11 @@
-"""Provenance stamped on every result file: config, seed, git commit, date, machine."""
+"""Provenance stamped on every result file: config, seed, git commit, date, machine.
+
+It also knows where the repository is (``REPO``), in one place: every module that needs the
+root (results, parameters, notebooks, the default data pool) imports it from here. In a checkout
+(an editable install included) that is the folder holding the package and ``pyproject.toml``; an
+installed wheel has no checkout around it (the sandbox's runtime travels inside the package), so
+there it is the current working folder: run from the folder that should hold ``results/``.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +17,19 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_path", "provenance", "write_json_atomic"]
+__all__ = ["REPO", "atomic_path", "find_repo", "provenance", "write_json_atomic"]
 
-REPO = Path(__file__).resolve().parent.parent
+
+def find_repo() -> Path:
+    """The checkout that holds this package, else (an installed wheel) the current working folder."""
+    here = Path(__file__).resolve().parent.parent
+    if (here / "pyproject.toml").is_file() and (here / "wmrl" / "__init__.py").is_file():
+        return here
+    return Path.cwd().resolve()
+
+
+REPO = find_repo()
+
 CODE_PATHS = ("wmrl", "sandbox", "params", "pyproject.toml", "Makefile")
 
 

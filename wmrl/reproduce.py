@@ -33,11 +33,10 @@ import nbformat
 
 from wmrl.experiments.notebook import available_presets, ensure_kernel
 from wmrl.experiments.results_page import write_results_page
-from wmrl.provenance import atomic_path
+from wmrl.provenance import REPO, atomic_path
 
 __all__ = ["NotebookRun", "discover", "main", "replay_notebook", "train_notebook"]
 
-REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 RUNS = REPO / "results" / "runs"
 RESULTS_PAGE = REPO / "RESULTS.md"

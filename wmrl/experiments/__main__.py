@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         overrides = parse_set(args.set)
         if args.no_memo:
-            overrides["sandbox.memo"] = False
+            overrides["sandbox.memo"] = "off"
         summary = run_arm(args.arm, args.preset, args.seed, args.out, overrides=overrides, agent=args.agent)
     except ConfigError as exc:
         ap.error(str(exc))

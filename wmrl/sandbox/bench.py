@@ -7,12 +7,20 @@ launcher side by side: per-run wall and solution CPU (``cpu_s``) on a trivial sc
 that imports pandas and scikit-learn, and ``run_many`` throughput on the latter. ``BENCHES``
 puts the same measurements into ``make bench`` (``wmrl.bench``). A benchmark, not a test: the
 numbers depend on the machine's load; ``cpu_s`` much less so than wall.
+
+``load_agreement(jobs, load)`` asks whether outcomes depend on the load: any list of ``(task,
+code)`` runs as the machine is, then again beside ``load`` busy loops, and ``print_agreement``
+prints the largest CPU-time difference and the share of executions whose outcome changed. ``make
+bench`` runs it on a fixed set of the agent's scripts (``python -m wmrl.experiments.sandbox_load``,
+above the agent in the import layers, which this module sits below).
 """
 from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import functools
+import os
 import shutil
 import statistics
 import subprocess
@@ -26,7 +34,8 @@ from wmrl.microbench import Bench
 from .runner import Sandbox
 from .toy import make_toy_task, toy_grade, toy_solution
 
-__all__ = ["BENCHES", "IMPORTS_SCRIPT", "ONE_SECOND_SCRIPT", "TRIVIAL_SCRIPT", "main"]
+__all__ = ["BENCHES", "IMPORTS_SCRIPT", "ONE_SECOND_SCRIPT", "TRIVIAL_SCRIPT", "busy_load", "load_agreement",
+           "main", "print_agreement"]
 
 ONE_SECOND_SCRIPT = """
 import csv, os, time
@@ -100,6 +109,69 @@ def _launchers(task, repeats: int) -> dict:
         jobs = [(task, IMPORTS_SCRIPT)] * (2 * repeats)
         report[f"{mode}_run_many_2_runs_per_s"] = len(jobs) / _timed(functools.partial(sandbox.run_many, jobs, 2))
     return report
+
+
+@contextlib.contextmanager
+def busy_load(processes: int):
+    """``processes`` pure-Python busy loops running beside the caller (the "other work"), then stopped."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True:\n    pass"], stdin=subprocess.DEVNULL)
+             for _ in range(processes)]
+    try:
+        time.sleep(0.5 if procs else 0.0)  # let them start before anything is measured
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def _outcome(result) -> tuple:
+    return result.status, result.limit, result.percentile
+
+
+def load_agreement(jobs: list[tuple], load: int = 1, sandbox: Sandbox | None = None, repeats: int = 1,
+                   max_workers: int = 1) -> dict:
+    """Run ``jobs`` as the machine is, then ``repeats`` more times beside ``load`` busy loops; compare.
+
+    ``sandbox`` defaults to the small preset's (2 CPU seconds, local, warm). An execution's
+    outcome is (status, limit, percentile); the reference for each job is its first run without
+    added load, so ``idle_flip_share`` (the other runs without load) is the repeatability floor
+    and ``busy_flip_share`` what the load adds. CPU-time differences are between per-job medians,
+    over the jobs that finished within the budget both ways.
+    """
+    sandbox = sandbox or Sandbox("local", timeout_s=2.0, memory_mb=2048)
+    jobs = list(jobs)
+    if not jobs:
+        raise ValueError("load_agreement needs at least one (task, code) job")
+    idle = [sandbox.run_many(jobs, max_workers) for _ in range(repeats)]
+    with busy_load(load):
+        busy = [sandbox.run_many(jobs, max_workers) for _ in range(repeats)]
+    reference = [_outcome(r) for r in idle[0]]
+    idle_flips = sum(_outcome(run[i]) != reference[i] for run in idle[1:] for i in range(len(jobs)))
+    busy_flips = sum(_outcome(run[i]) != reference[i] for run in busy for i in range(len(jobs)))
+    diffs = []
+    for i in range(len(jobs)):
+        quiet, loaded = [run[i] for run in idle], [run[i] for run in busy]
+        if all(r.limit is None for r in quiet + loaded):
+            a, b = statistics.median(r.cpu_s for r in quiet), statistics.median(r.cpu_s for r in loaded)
+            diffs.append((abs(b - a), (b - a) / max(a, 1e-3), i))
+    largest = max(diffs, default=(0.0, 0.0, None))
+    return {"jobs": len(jobs), "load": load, "repeats": repeats, "budget_s": sandbox.limits.timeout_s,
+            "idle_flip_share": idle_flips / (len(jobs) * (repeats - 1)) if repeats > 1 else None,
+            "busy_flip_share": busy_flips / (len(jobs) * repeats),
+            "max_cpu_diff_s": largest[0], "max_cpu_rel_diff": largest[1], "max_cpu_diff_job": largest[2],
+            "median_cpu_rel_diff": statistics.median([d[1] for d in diffs]) if diffs else 0.0,
+            "loadavg": os.getloadavg(), "idle": idle, "busy": busy}
+
+
+def print_agreement(report: dict) -> None:
+    print(f"idle vs busy: {report['jobs']} scripts x {report['repeats']}, budget {report['budget_s']:g} CPU s, "
+          f"{report['load']} busy loop(s) beside the busy runs (load average now {report['loadavg'][0]:.1f})")
+    print(f"  largest CPU-time difference (medians, finished both ways): {report['max_cpu_diff_s']:.3f} s "
+          f"({report['max_cpu_rel_diff']:+.1%}); median relative difference {report['median_cpu_rel_diff']:+.1%}")
+    floor = (f"{report['idle_flip_share']:.1%} between runs without added load" if report["repeats"] > 1
+             else "no repeatability floor (one run each)")
+    print(f"  executions whose outcome changed: {report['busy_flip_share']:.1%} under load, {floor}")
 
 
 def main(argv: list[str] | None = None) -> dict:

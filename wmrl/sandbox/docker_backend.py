@@ -5,8 +5,18 @@ traceback parsing then behave identically on every backend, and Docker only adds
 (no network, read-only root, tmpfs work folder, memory/CPU/pids cgroup limits, every capability
 dropped but the five the supervisor needs to hand the work folder over, read the submission
 back, drop to the solution's uid and kill its leftovers; the solution itself runs with none).
-Images: ``sandbox/Dockerfile`` (own Python) or ``sandbox/build_offline.sh`` (label
-``wmrl.python=host``: this machine's interpreter and venv are mounted read-only).
+Images: ``sandbox/Dockerfile`` (own Python), ``sandbox/Dockerfile.cuda`` (own Python and CUDA
+torch, for GPU slots) or ``sandbox/build_offline.sh`` (label ``wmrl.python=host``: this machine's
+interpreter and venv are mounted read-only).
+
+Limits come from the sandbox's ``Limits``: memory (plus 256 MB for the supervisor), CPU rate
+(``nano_cpus``), processes (``pids_limit``), GPUs (``device_requests``: the GPUs a Ray worker was
+assigned when ``CUDA_VISIBLE_DEVICES`` names them, else any ``gpus`` of the machine's), and the
+budget, which the supervisor enforces as everywhere. One difference from the local backend:
+the CPU account is the container's own cgroup, read from inside (``/sys/fs/cgroup``), less the
+supervisor's own CPU time, so a run's ``cpu_s`` includes the kernel's work of setting up the
+container's processes that a local run's group does not see (a few milliseconds); where the
+container sees no cgroup file the supervisor falls back to ``/proc`` (it is PID 1 there).
 """
 from __future__ import annotations
 
@@ -18,11 +28,18 @@ from pathlib import Path
 
 from .local import RUNTIME, Limits, RunDir, SandboxError, interpreter_paths, solution_env
 
-__all__ = ["DEFAULT_IMAGE", "DockerBackend", "docker_available"]
+__all__ = ["CONTAINER_CPU_ACCOUNT", "DEFAULT_IMAGE", "LABEL", "DockerBackend", "device_requests",
+           "docker_available"]
 
-DEFAULT_IMAGE = os.environ.get("WMRL_SANDBOX_IMAGE", "wmrl-sandbox:offline")
+DEFAULT_IMAGE = "wmrl-sandbox:offline"
+LABEL = "wmrl.sandbox.run"  # on every run's container (value: its run folder), so a leftover one can be found
 # Paths inside the container, under one folder so that they never shadow a mounted host path.
 _IN = {"work": "/wmrl/work", "data": "/wmrl/data", "meta": "/wmrl/meta", "runtime": "/wmrl/run_solution.py"}
+# The container's own CPU account as seen from inside: cgroup v2 (private cgroup namespace), else v1.
+CONTAINER_CPU_ACCOUNT = {"files": [["/sys/fs/cgroup/cpu.stat", "cpu.stat"],
+                                   ["/sys/fs/cgroup/cpuacct/cpuacct.usage", "cpuacct"],
+                                   ["/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", "cpuacct"]],
+                         "minus_self": True}
 
 
 def docker_available(image: str = DEFAULT_IMAGE) -> str | None:
@@ -43,6 +60,25 @@ def docker_available(image: str = DEFAULT_IMAGE) -> str | None:
     return None
 
 
+def device_requests(gpus: int) -> list:
+    """The docker SDK's GPU request for ``gpus`` GPUs (none for 0).
+
+    Inside a Ray worker that was given GPUs, ``CUDA_VISIBLE_DEVICES`` names them, and exactly
+    those are passed on (Ray's accounting then matches what the container uses); elsewhere the
+    engine picks ``gpus`` of the machine's GPUs.
+    """
+    if not gpus:
+        return []
+    from docker.types import DeviceRequest
+
+    assigned = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if assigned:
+        if len(assigned) < gpus:
+            raise SandboxError(f"gpus={gpus} but this process may use only CUDA_VISIBLE_DEVICES={','.join(assigned)}")
+        return [DeviceRequest(device_ids=assigned[:gpus], capabilities=[["gpu"]])]
+    return [DeviceRequest(count=gpus, capabilities=[["gpu"]])]
+
+
 class DockerBackend:
     def __init__(self, limits: Limits, base_dir: str | os.PathLike | None = None, image: str | None = None):
         import docker
@@ -56,7 +92,8 @@ class DockerBackend:
         python = self.client.images.get(self.image).labels.get("wmrl.python", "python")
         self.host_python = python == "host"
         self.python = sys.executable if self.host_python else python
-        self.isolation = "docker:network=none+read-only-root+caps-dropped+uid+cgroup-limits+rlimits+scrubbed-env"
+        self.isolation = ("docker:network=none+read-only-root+caps-dropped+uid+cgroup-limits+rlimits+scrubbed-env"
+                          + (f"+gpus={limits.gpus}" if limits.gpus else ""))
 
     def _volumes(self, task, run: RunDir) -> dict:
         volumes = {str(run.meta): {"bind": _IN["meta"], "mode": "rw"},
@@ -70,7 +107,7 @@ class DockerBackend:
         run = RunDir.create(self.base, code, drop_uid=os.geteuid() == 0)
         spec = run.spec(task, self.limits, mounts=False, cover=[], expose=[])
         spec.update(workdir=_IN["work"], solution=f"{_IN['work']}/solution.py", public_dir=_IN["data"],
-                    meta_dir=_IN["meta"], hide=[])
+                    meta_dir=_IN["meta"], hide=[], cgroups=[], cpu_account=CONTAINER_CPU_ACCOUNT)
         (run.meta / "spec").write_bytes(marshal.dumps(spec))
         lim = self.limits
         start = time.monotonic()
@@ -81,15 +118,16 @@ class DockerBackend:
                    _IN["work"]: f"size={lim.tmpfs_mb}m,mode=0700"},
             shm_size=f"{lim.tmpfs_mb}m", environment=solution_env(_IN["work"], _IN["data"], lim.cpus),
             mem_limit=f"{lim.memory_mb + 256}m", memswap_limit=f"{lim.memory_mb + 256}m",
-            nano_cpus=int(lim.cpus * 1e9), pids_limit=lim.nproc + 16, cap_drop=["ALL"],
-            cap_add=["SETUID", "SETGID", "KILL", "CHOWN", "DAC_READ_SEARCH"], security_opt=["no-new-privileges"], working_dir=_IN["work"])
+            nano_cpus=int(lim.cpus * 1e9), pids_limit=lim.nproc + 16, device_requests=device_requests(lim.gpus),
+            cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "KILL", "CHOWN", "DAC_READ_SEARCH"],
+            security_opt=["no-new-privileges"], working_dir=_IN["work"], labels={LABEL: str(run.root)})
         import requests
 
         killed = False
         try:
             container.start()
             try:
-                container.wait(timeout=lim.timeout_s + lim.kill_grace_s + 20)
+                container.wait(timeout=lim.host_backstop_s + 10)
             except requests.RequestException:  # the engine's wait timed out: the supervisor itself is stuck
                 container.kill()
                 killed = True

@@ -11,11 +11,16 @@ in ``isolation`` instead of failing.
 Two launchers run the same supervisor: "cold" starts ``unshare ... python -I run_solution.py``
 per run; "warm" (the default where it applies, see ``warm_available``) forks a server that has
 already imported numpy/pandas/scikit-learn, saving ~1.5-2 s of CPU per run (``wmrl.sandbox.warm``).
+
+The budget (``Limits``) is CPU seconds of the solution's whole process tree, measured by the
+supervisor from the run's CPU cgroup where one can be made (``cgroup``), else from ``/proc``; a
+wall-clock limit stays as a generous backstop against programs that sleep or block.
 """
 from __future__ import annotations
 
 import functools
 import marshal
+import math
 import os
 import secrets
 import shutil
@@ -29,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import warm as warm_launcher
-from .cgroup import MemoryCgroup, memory_cgroup_root
+from .cgroup import RunCgroups, cpu_cgroup_root, memory_cgroup_root
 
 __all__ = [
     "RUNTIME",
@@ -39,13 +44,14 @@ __all__ = [
     "RunDir",
     "SandboxError",
     "closed_parents",
+    "default_wall_timeout",
     "interpreter_paths",
     "probe_namespaces",
     "solution_env",
     "warm_available",
 ]
 
-RUNTIME = Path(__file__).resolve().parents[2] / "sandbox" / "runtime" / "run_solution.py"
+RUNTIME = Path(__file__).resolve().parent / "runtime" / "run_solution.py"  # package data
 _NS_FLAGS = ["--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 UID_RANGE = range(1_000_000, 2_000_000)  # one fresh uid per run, never a real account
 _SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # per-run, writable
@@ -58,13 +64,28 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (not the solution): never charged to the solution as a status."""
 
 
+def default_wall_timeout(cpu_s: float) -> float:
+    """The wall-clock backstop of a ``cpu_s`` CPU-second budget: generous, so that only a program
+    that sleeps or blocks meets it. Measured on a shared 2-core machine (load average ~9, the run
+    at nice 10): a CPU-bound script got a third of a core, so a 3x backstop fired before the CPU
+    budget (20 CPU s: 19.3 CPU s used at 60 s); 5x leaves room."""
+    return max(5.0 * cpu_s, cpu_s + 10.0)
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Per-run budgets; the rlimits are applied to the solution only, never to the supervisor."""
+    """Per-run budgets; the rlimits are applied to the solution only, never to the supervisor.
+
+    ``timeout_s`` is the budget in CPU seconds of the solution's whole process tree (children
+    and threads included); ``wall_timeout_s`` the wall-clock backstop (None: ``default_wall_timeout``).
+    Both end a run as ``timeout``; its ``limit`` says which one fired.
+    """
 
     timeout_s: float = 60.0
     memory_mb: int = 2048
     cpus: float = 1.0
+    wall_timeout_s: float | None = None
+    gpus: int = 0
     tmpfs_mb: int = 512      # private /tmp, /var/tmp, /dev/shm
     nproc: int = 256         # processes + threads of the run's uid
     fsize_mb: int = 1024     # largest file the solution may write
@@ -72,10 +93,35 @@ class Limits:
     tail_bytes: int = 2048   # head and tail kept of stdout and of stderr
     kill_grace_s: float = 0.5
 
+    def __post_init__(self):
+        checks = [("timeout_s", self.timeout_s > 0, "a positive number of CPU seconds, e.g. 2.0"),
+                  ("memory_mb", self.memory_mb >= 64, "at least 64 (MB)"),
+                  ("cpus", self.cpus > 0, "a positive number of cores, e.g. 1"),
+                  ("gpus", isinstance(self.gpus, int) and self.gpus >= 0, "a whole number of GPUs >= 0")]
+        for name, ok, expected in checks:
+            if not ok:
+                raise ValueError(f"sandbox {name}={getattr(self, name)!r}: expected {expected}")
+        if self.wall_timeout_s is None:
+            object.__setattr__(self, "wall_timeout_s", default_wall_timeout(self.timeout_s))
+        elif not self.wall_timeout_s >= self.timeout_s:
+            raise ValueError(f"sandbox wall_timeout_s={self.wall_timeout_s!r} is below the CPU budget timeout_s="
+                             f"{self.timeout_s!r}: the backstop would become the real limit again; leave it None "
+                             f"for the default {default_wall_timeout(self.timeout_s):g} s or pass a larger value")
+
     def rlimits(self) -> dict[str, int]:
-        cpu = int(self.timeout_s) + 2  # a backstop; the wall clock is the real limit
-        return {"RLIMIT_CPU": cpu, "RLIMIT_AS": self.memory_mb << 20, "RLIMIT_NPROC": self.nproc,
-                "RLIMIT_FSIZE": self.fsize_mb << 20, "RLIMIT_NOFILE": self.nofile, "RLIMIT_CORE": 0}
+        """Per-process limits. Without RLIMIT_AS when the run has GPUs: CUDA reserves tens of GB of
+        address space at start-up, so only the (container's) memory cgroup bounds such a run."""
+        cpu = math.ceil(self.timeout_s) + 2  # per process, a backstop; the supervisor counts the whole tree
+        limits = {"RLIMIT_CPU": cpu, "RLIMIT_AS": self.memory_mb << 20, "RLIMIT_NPROC": self.nproc,
+                  "RLIMIT_FSIZE": self.fsize_mb << 20, "RLIMIT_NOFILE": self.nofile, "RLIMIT_CORE": 0}
+        if self.gpus:
+            del limits["RLIMIT_AS"]
+        return limits
+
+    @property
+    def host_backstop_s(self) -> float:
+        """How long the host waits for the supervisor before killing it (it enforces the limits itself)."""
+        return self.wall_timeout_s + self.kill_grace_s + 10.0
 
 
 def solution_env(workdir: str, data_dir: str, cpus: float) -> dict[str, str]:
@@ -167,7 +213,8 @@ class RunDir:
         return {"workdir": str(self.work), "solution": str(self.work / "solution.py"), "meta_dir": str(self.meta),
                 "public_dir": str(Path(task.public_dir)), "uid": self.uid, "mounts": mounts, "work_tmpfs": mounts,
                 "cover": cover, "expose": expose, "hide": hide, "tmpfs_mb": limits.tmpfs_mb,
-                "limits": limits.rlimits(), "timeout_s": limits.timeout_s, "kill_grace_s": limits.kill_grace_s,
+                "limits": limits.rlimits(), "cpu_limit_s": limits.timeout_s, "wall_limit_s": limits.wall_timeout_s,
+                "kill_grace_s": limits.kill_grace_s,
                 "tail_bytes": limits.tail_bytes, "max_submission_mb": 512}
 
     def status(self) -> dict | None:
@@ -197,9 +244,11 @@ class LocalBackend:
         # dropped uid could not import the standard library: keep the uid then, and say so.
         self.drop_uid = os.geteuid() == 0 and (bool(self.prefix) or not closed_parents(tuple(self.expose)))
         self.memcg = os.geteuid() == 0 and memory_cgroup_root() is not None
+        self.cpucg = os.geteuid() == 0 and cpu_cgroup_root() is not None
         self.warm = warm and warm_available(self.prefix, limits.cpus) is None
         self.isolation = "+".join(filter(None, [ns, "uid" if self.drop_uid else "", "memcg" if self.memcg else "",
-                                                "rlimits", "scrubbed-env", "warm" if self.warm else ""]))
+                                                "cpucg" if self.cpucg else "", "rlimits", "scrubbed-env",
+                                                "warm" if self.warm else ""]))
 
     def execute(self, task, code: str) -> tuple[RunDir, dict | None, bool, float]:
         """Run once; returns (run dir, supervisor status or None, killed by the host backstop, wall)."""
@@ -207,18 +256,18 @@ class LocalBackend:
         closed = closed_parents((*self.expose, str(task.public_dir), str(self.base)))
         cover = [[p, "1777"] for p in _SCRATCH] + [[p, "0755"] for p in (*_CLOSED, *closed)]
         spec = run.spec(task, self.limits, mounts=bool(self.prefix), cover=cover, expose=self.expose)
-        group = MemoryCgroup.create(run.root.name, self.limits.memory_mb) if self.memcg else None
-        spec["cgroup"] = str(group.path) if group else None
+        groups = RunCgroups.create(run.root.name, self.limits.memory_mb, memory=self.memcg, cpu=self.cpucg)
+        spec.update(groups.spec())
         env = solution_env(spec["workdir"], spec["public_dir"], self.limits.cpus)
         if self.warm:  # a fork inherits the server's process state: the spec says what to change
             spec.update(env=env, namespaces=bool(self.prefix))
         (run.meta / "spec").write_bytes(marshal.dumps(spec))
-        backstop = self.limits.timeout_s + self.limits.kill_grace_s + 10.0
+        backstop = self.limits.host_backstop_s
         start = time.monotonic()
         try:
             killed, failure = self._launch_warm(run, backstop) if self.warm else self._launch_cold(run, env, backstop)
         finally:
-            oom_killed = group.close() if group else False
+            oom_killed = groups.close()
         status = run.status()
         if status is not None:
             status["oom_killed"] = oom_killed

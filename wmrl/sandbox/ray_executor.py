@@ -4,7 +4,9 @@ Why Ray: it is the existing engine for this (scheduling, retries of lost nodes, 
 accounting), so the project writes no scheduler of its own. Each Ray task rebuilds the
 sandbox from its configuration on the node that runs it (backends hold no picklable state),
 runs one job and returns a plain ``ExecutionResult``. ``max_workers`` caps how many jobs are in
-flight at once; each task asks Ray for ``cpus`` CPUs, so Ray never oversubscribes a node.
+flight at once; each task asks Ray for the sandbox's ``cpus`` CPUs and ``gpus`` GPUs (a GPU
+slot), so Ray never oversubscribes a node, and the docker backend hands the container exactly
+the GPUs Ray assigned (``docker_backend.device_requests``).
 """
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ def _run_one(sandbox, task, code):
 
 
 @functools.lru_cache(maxsize=8)
-def _remote(cpus: float):
+def _remote(cpus: float, gpus: int):
     import ray
 
-    return ray.remote(num_cpus=cpus, max_retries=0)(_run_one)
+    return ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_run_one)
 
 
 def run_many_ray(sandbox, jobs: list[tuple], max_workers: int | None = None) -> list:
@@ -30,7 +32,7 @@ def run_many_ray(sandbox, jobs: list[tuple], max_workers: int | None = None) -> 
 
     if not ray.is_initialized():
         ray.init(include_dashboard=False, log_to_driver=False)
-    remote = _remote(sandbox.limits.cpus)
+    remote = _remote(sandbox.limits.cpus, sandbox.limits.gpus)
     shipped = ray.put(sandbox)
     limit = max_workers or len(jobs) or 1
     pending, results = {}, [None] * len(jobs)

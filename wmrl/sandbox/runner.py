@@ -2,19 +2,23 @@
 
 Grading stays here, on the host, after the solution's processes are gone: only the host may
 read the private answers, and it grades the supervisor's root-owned copy of the submission.
+What a world model must know about the sandbox it predicts (budget, start-up, libraries) is
+``Sandbox.facts``, one read-only record, so no caller parses ``isolation``.
 """
 from __future__ import annotations
 
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from .local import Limits, LocalBackend, RunDir
-from .result import ExecutionResult, classify
+from .result import ExecutionResult, classify, timeout_limit
+from .warm import PRELOAD
 
-__all__ = ["LIBRARIES", "Sandbox", "library_versions"]
+__all__ = ["LIBRARIES", "Sandbox", "SandboxFacts", "library_versions"]
 
 # What a solution may import; the world model's system prompt quotes these versions.
 LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "scikit-image", "statsmodels", "pillow", "torch",
@@ -32,25 +36,55 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+@dataclass(frozen=True)
+class SandboxFacts:
+    """What a script meets in this sandbox, as the world models' prompts state it.
+
+    ``cpu_budget_s``: CPU seconds of the script's whole process tree (children and threads
+    together) before it is a timeout; ``wall_timeout_s``: the wall-clock backstop for scripts
+    that sleep or block; ``warm_start``: scripts start in an interpreter that has already
+    imported ``preloaded`` (their import time is then neither spent nor counted).
+    """
+
+    backend: str
+    cpu_budget_s: float
+    wall_timeout_s: float
+    memory_mb: int
+    cpus: float
+    gpus: int
+    warm_start: bool
+    preloaded: tuple[str, ...]
+
+
 class Sandbox:
     """Runs solution scripts for tasks: ``run(task, code)`` and ``run_many(jobs, max_workers)``.
 
-    ``backend`` is "local" (namespaces, this machine) or "docker" (one container per run);
-    ``executor`` is "threads" (this machine) or "ray" (fan ``run_many`` out over a Ray cluster).
-    ``grader`` defaults to ``wmrl.grading.grade``. ``warm`` (local backend only) runs solutions
-    from a server that has already imported numpy/pandas/scikit-learn (see ``local``), with the
-    same isolation and statuses; ``isolation`` ends in ``+warm`` when it is in use.
+    ``timeout_s`` is the budget in CPU seconds of the solution's whole process tree;
+    ``wall_timeout_s`` a wall-clock backstop against sleeping or blocked programs (default
+    ``max(5 * timeout_s, timeout_s + 10)``); both end a run as ``timeout`` and the result's
+    ``limit`` says which. ``backend`` is "local" (namespaces, this machine) or "docker" (one
+    container per run, ``image``; ``gpus`` > 0 hands each container that many GPUs);
+    ``executor`` is "threads" (this machine) or "ray" (fan ``run_many`` out over a Ray cluster,
+    each job asking for ``cpus`` CPUs and ``gpus`` GPUs). ``grader`` defaults to
+    ``wmrl.grading.grade``. ``warm`` (local backend only) runs solutions from a server that has
+    already imported numpy/pandas/scikit-learn (see ``local``), with the same isolation and
+    statuses; ``facts.warm_start`` says whether it is in use.
     """
 
     def __init__(self, backend: str = "local", timeout_s: float = 60.0, memory_mb: int = 2048, cpus: float = 1.0,
-                 *, executor: str = "threads", grader=None, base_dir: str | os.PathLike | None = None,
-                 image: str | None = None, warm: bool = True):
+                 *, wall_timeout_s: float | None = None, gpus: int = 0, executor: str = "threads",
+                 image: str | None = None, warm: bool = True, grader=None,
+                 base_dir: str | os.PathLike | None = None):
         if backend not in ("local", "docker"):
             raise ValueError(f"backend must be 'local' or 'docker', not {backend!r}")
         if executor not in ("threads", "ray"):
             raise ValueError(f"executor must be 'threads' or 'ray', not {executor!r}")
+        if gpus and backend == "local":
+            raise ValueError(f"gpus={gpus!r} needs backend='docker': the local backend cannot give a run GPUs of "
+                             "its own (use Sandbox('docker', gpus=...), or gpus=0)")
         self.backend, self.executor, self.grader = backend, executor, grader
-        self.limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb, cpus=cpus)
+        self.limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb, cpus=cpus, wall_timeout_s=wall_timeout_s,
+                             gpus=gpus)
         self.base_dir, self.image, self.warm = base_dir, image, warm
         self._impl = None
 
@@ -71,6 +105,12 @@ class Sandbox:
     def isolation(self) -> str:
         return self.impl.isolation
 
+    @property
+    def facts(self) -> SandboxFacts:
+        warm = self.backend == "local" and self.impl.warm
+        return SandboxFacts(self.backend, self.limits.timeout_s, self.limits.wall_timeout_s, self.limits.memory_mb,
+                            self.limits.cpus, self.limits.gpus, warm, PRELOAD if warm else ())
+
     def run(self, task, code: str) -> ExecutionResult:
         try:
             compile(code, "solution.py", "exec", dont_inherit=True)
@@ -85,10 +125,10 @@ class Sandbox:
             run.remove()
 
     def _finish(self, task, run: RunDir, status: dict, killed: bool, wall: float) -> ExecutionResult:
-        kind, error_type, error_line, reason = classify(status, killed)
+        kind, error_type, error_line, reason = classify(status, killed, self.limits)
         result = ExecutionResult(kind, error_type, error_line, status.get("stdout", ""), status.get("stderr", ""),
                                  round(wall, 4), round(status.get("cpu_s") or 0.0, 4), isolation=self.isolation,
-                                 reason=reason)
+                                 reason=reason, limit=timeout_limit(status, killed))
         if kind != "ok":
             return result
         collected = status.get("submission", "absent")

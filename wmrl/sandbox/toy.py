@@ -14,7 +14,8 @@ import pandas as pd
 
 from .local import UID_RANGE
 
-__all__ = ["SECRET", "ToyGrade", "ToyTask", "make_toy_task", "sandbox_processes", "toy_grade", "toy_solution"]
+__all__ = ["SECRET", "ToyGrade", "ToyTask", "cpu_burner", "forking_burner", "make_toy_task", "sandbox_processes",
+           "toy_grade", "toy_solution"]
 
 SECRET = "WMRL-SECRET-ANSWER-7f3a"
 
@@ -85,6 +86,19 @@ def toy_solution(header: str = "id,y", rows: str = "[(i, 1) for i in ids]") -> s
         with open(os.environ["SUBMISSION_PATH"], "w") as fh:
             fh.write("{header}\\n" + "".join(",".join(map(str, r)) + "\\n" for r in {rows}))
         """)
+
+
+def cpu_burner(seconds: float) -> str:
+    """Code that spends ``seconds`` of its own process's CPU time (pure Python, one thread)."""
+    return f"import time as _time\n_t = _time.process_time()\nwhile _time.process_time() - _t < {seconds}:\n    pass\n"
+
+
+def forking_burner(children: int, seconds: float, then: str = "") -> str:
+    """A parent that forks ``children`` workers burning ``seconds`` of CPU each, waits for them,
+    then runs ``then``: the tree's CPU time is about ``children * seconds``, no process's alone is."""
+    worker = textwrap.indent(cpu_burner(seconds), " " * 8)
+    return (f"import os\nfor _ in range({children}):\n    if os.fork() == 0:\n{worker}        os._exit(0)\n"
+            f"for _ in range({children}):\n    os.wait()\n{textwrap.dedent(then)}")
 
 
 def sandbox_processes(base_dir: str | os.PathLike) -> list[int]:

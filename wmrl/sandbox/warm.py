@@ -1,10 +1,12 @@
-"""Host side of the warm launcher: preloaded servers (``sandbox/runtime/warm_server.py``), leased per run.
+"""Host side of the warm launcher: preloaded servers (``runtime/warm_server.py``), leased per run.
 
 Why a pool shared by the whole process: a server holds no per-sandbox state (limits, paths and
 environment travel in each run's spec), and starting one costs the very imports it saves, so
 every ``Sandbox`` of this process reuses the same ones. A run leases an idle server or starts
 one; ``run_many(max_workers=n)`` thus ends up with n servers, each running one job at a time.
-A server that misbehaves (dies, misses its backstop) is killed and never reused.
+A server that misbehaves (dies, misses its backstop) is killed and never reused. What a server
+preloads (``PRELOAD``) is decided here and passed on its command line, so that the sandbox's
+description (``Sandbox.facts``) and the servers cannot disagree.
 """
 from __future__ import annotations
 
@@ -18,9 +20,14 @@ import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-__all__ = ["SERVER", "WarmServer", "run_job", "servers", "shutdown"]
+__all__ = ["PRELOAD", "SERVER", "WarmServer", "run_job", "servers", "shutdown"]
 
-SERVER = Path(__file__).resolve().parents[2] / "sandbox" / "runtime" / "warm_server.py"
+SERVER = Path(__file__).resolve().parent / "runtime" / "warm_server.py"  # package data
+# What generated solutions import (see wmrl.agent.script and templates); a server skips missing ones.
+PRELOAD = ("numpy", "pandas", "scipy.sparse", "sklearn.compose", "sklearn.decomposition", "sklearn.dummy",
+           "sklearn.ensemble", "sklearn.feature_extraction.text", "sklearn.impute", "sklearn.linear_model",
+           "sklearn.metrics", "sklearn.model_selection", "sklearn.naive_bayes", "sklearn.neighbors",
+           "sklearn.pipeline", "sklearn.preprocessing", "sklearn.svm", "sklearn.tree", "PIL.Image")
 _STARTUP_S = 180.0  # imports on a loaded 2-core machine
 _REPLY_MARGIN_S = 10.0  # the server enforces the backstop itself; this is for a stuck server
 # Keeps the server single-threaded: pyarrow (imported by pandas) starts a jemalloc thread otherwise.
@@ -34,7 +41,8 @@ class WarmServer:
         ours, theirs = socket.socketpair()
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the server's stderr, kept as long as it lives
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(SERVER), str(theirs.fileno())], env={**env, **_SERVER_EXTRA_ENV},
+            [sys.executable, "-I", str(SERVER), str(theirs.fileno()), ",".join(PRELOAD)],
+            env={**env, **_SERVER_EXTRA_ENV},
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, pass_fds=[theirs.fileno()],
             start_new_session=True, close_fds=True, cwd="/")
         theirs.close()

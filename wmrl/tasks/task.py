@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from wmrl.provenance import REPO
 from wmrl.tasks.infer import folder_record
 from wmrl.tasks.metrics import KINDS, METRICS, external_metric, get_metric
 
@@ -276,4 +277,4 @@ def default_root() -> Path:
     """``$WMRL_DATA/pool`` when WMRL_DATA is set, else ``<repo>/data/pool`` (git-ignored)."""
     if os.environ.get("WMRL_DATA"):
         return Path(os.environ["WMRL_DATA"]) / "pool"
-    return Path(__file__).resolve().parents[2] / "data" / "pool"
+    return REPO / "data" / "pool"

@@ -29,8 +29,8 @@ def data_root() -> Path:
 
 def make_sandbox(cfg: SandboxConfig):
     """The :class:`wmrl.sandbox.Sandbox` that ``cfg`` describes."""
-    return Sandbox(cfg.backend, timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb, executor=cfg.executor,
-                   image=cfg.image)
+    return Sandbox(cfg.backend, timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb, wall_timeout_s=cfg.wall_timeout_s,
+                   gpus=cfg.gpus, executor=cfg.executor, image=cfg.image)
 
 
 def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None):
@@ -42,17 +42,21 @@ def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str
     if cfg.kind == "static":
         return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed)
     return LLMWorldModel(TransformersBackend(), temperature=cfg.temperature, seed=seed,
-                         time_limit_s=sandbox.limits.timeout_s)
+                         time_limit_s=sandbox.facts.cpu_budget_s)
 
 
-def make_memo(cfg: RunConfig, pool, path: str | Path | None = None) -> ExecutionMemo | None:
-    """The execution memo for ``cfg`` (None when ``sandbox.memo`` is off).
+def make_memo(cfg: RunConfig, pool, run_folder: Path, path: str | Path | None = None) -> ExecutionMemo | None:
+    """The execution memo of ``cfg.sandbox.memo`` (None when ``off``).
 
-    Its key is salted with the pool's manifest and the sandbox's budget, so a changed task or
-    time limit never serves a stale result.
+    ``run`` keeps it in the run's own folder (git-ignored, beside the checkpoint), so that a run's
+    outcomes depend on its own executions only; ``shared`` keeps one at the data root (or ``path``)
+    for every run. Its key is salted with the pool's manifest and the sandbox's budget, so a changed
+    task or limit never serves a stale result.
     """
-    if not cfg.sandbox.memo:
+    if cfg.sandbox.memo == "off":
         return None
     manifest = json.dumps(pool.manifest, sort_keys=True, default=str)
-    salt = hashlib.sha256(f"{manifest}|{cfg.sandbox.timeout_s}|{cfg.sandbox.memory_mb}".encode()).hexdigest()[:16]
-    return ExecutionMemo(path or data_root() / "memo.sqlite", salt)
+    budget = f"cpu-budget {cfg.sandbox.timeout_s}|wall {cfg.sandbox.wall_timeout_s}|{cfg.sandbox.memory_mb}"
+    salt = hashlib.sha256(f"{manifest}|{budget}".encode()).hexdigest()[:16]
+    where = run_folder / "memo.sqlite" if cfg.sandbox.memo == "run" else Path(path or data_root() / "memo.sqlite")
+    return ExecutionMemo(where, salt)

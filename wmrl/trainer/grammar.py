@@ -64,7 +64,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
     out.mkdir(parents=True, exist_ok=True)
     ledger, eval_ledger = ComputeLedger(), ComputeLedger()
     sandbox = make_sandbox(cfg.sandbox)
-    db = make_memo(cfg, pool, memo_path)
+    db = make_memo(cfg, pool, out, memo_path)
     wm = make_world_model(cfg.world_model, sandbox, cfg.seed) if cfg.arm_spec.world_model else None
     scorer = Scorer(sandbox, wm, ledger, db, cfg.sandbox.workers)
     eval_scorer = Scorer(sandbox, None, eval_ledger, db, cfg.sandbox.workers)

@@ -83,7 +83,7 @@ class Scorer:
         self.sandbox, self.world_model, self.ledger, self.memo, self.workers = sandbox, world_model, ledger, memo, workers
 
     def execute(self, items: list[tuple[object, str]]) -> list[ExecutionResult]:
-        """Run each script for real. A memo hit is charged its recorded run's wall time."""
+        """Run each script for real; charged the CPU seconds of each run (a memo hit: its recorded run's)."""
         out: list[ExecutionResult | None] = [None] * len(items)
         todo = []
         t0 = time.perf_counter()
@@ -92,14 +92,14 @@ class Scorer:
             hit = self.memo.get(task.name, code) if self.memo is not None else None
             if hit is not None:
                 out[i] = ExecutionResult(**hit)
-                charged += out[i].wall_s
+                charged += out[i].cpu_s
             else:
                 todo.append(i)
         if todo:
             fresh = self.sandbox.run_many([items[i] for i in todo], max_workers=self.workers)
             for i, res in zip(todo, fresh):
                 out[i] = res
-                charged += res.wall_s  # execution is billed in slot-seconds, as GPU slots are
+                charged += res.cpu_s  # billed in CPU seconds of the solution's tree: load-independent
                 if self.memo is not None:
                     self.memo.put(items[i][0].name, items[i][1], res)
         self.ledger.charge("execution", time.perf_counter() - t0, charged, count=len(items))

@@ -57,7 +57,7 @@ description:
 
 ## Sandbox
 Python {python}; installed libraries: {libraries}.
-No internet, no GPU. Time limit: {time_limit:.0f} seconds of wall time.
+No internet, no GPU. Time limit: {time_limit:g} seconds of CPU time, all the script's processes and threads together.
 The script reads its input from the folder in the environment variable DATA_DIR and must write \
 its predictions to the path in SUBMISSION_PATH, in the format of sample_submission.csv.
 

@@ -154,9 +154,10 @@ class ProgramAnalysisWorldModel:
 
     @classmethod
     def for_sandbox(cls, sandbox, temperature: float = 0.7, seed: int = 0) -> ProgramAnalysisWorldModel:
-        """A model told the facts of the sandbox it predicts: its time limit and how its scripts start."""
-        warm = sandbox.isolation.endswith("+warm")
-        return cls(temperature, seed, sandbox.limits.timeout_s, WARM_STARTUP_S if warm else COLD_STARTUP_S)
+        """A model told the facts of the sandbox it predicts (``sandbox.facts``): its CPU budget and how
+        its scripts start."""
+        facts = sandbox.facts
+        return cls(temperature, seed, facts.cpu_budget_s, WARM_STARTUP_S if facts.warm_start else COLD_STARTUP_S)
 
     def reseed(self, seed) -> None:
         """Restart the sampling stream (the trainer reseeds per step so a resumed run replays it)."""

@@ -6,11 +6,23 @@ world everywhere. Trusted and stdlib-only; it starts as root (or root of a user 
        scratch folders, public data bound back read-only) and makes a fresh tmpfs work folder,
     2. forks the solution: resource limits, an unprivileged uid, no new privileges, a fresh
        session, stdout/stderr into pipes it reads with a cap (head and tail kept),
-    3. enforces the wall-clock timeout (TERM, then KILL), and when the solution ends kills
-       every process it left behind (as PID 1 of its own namespace, ``kill(-1)`` is safe),
+    3. enforces the budget: the CPU seconds of the solution's whole process tree (every child
+       and thread) against ``cpu_limit_s``, and a wall-clock backstop ``wall_limit_s`` against
+       programs that sleep or block (TERM, then KILL, to the whole tree); when the solution
+       ends it kills every process it left behind (as PID 1 of its own namespace, ``kill(-1)``
+       is safe),
     4. copies the submission out (no links) and writes ``{exit_code, signal, timed_out, cpu_s,
        error_type, error_line, stdout, stderr, submission, ...}`` to its meta folder.
 The host only ever trusts this status and the copied submission, and grades on its own side.
+
+Why CPU seconds: wall-clock time depends on what else the machine runs (six copies of a
+0.8-CPU-second script on 2 cores under a 2 s wall budget: 2 of 6 timed out), CPU time much less
+so. The tree's CPU time comes from the run's own cgroup where the host made one (``cpu_account``:
+``cpuacct.usage`` or cgroup v2 ``cpu.stat``; inside a Docker container the container's group,
+less the supervisor's own time), else from ``/proc``: every live or zombie process of the run
+plus what the supervisor reaped (``RUSAGE_CHILDREN``). A run is a timeout by CPU when that total
+exceeds the budget, also when the last poll missed it and the solution finished first: the
+verdict depends on the CPU time used, never on when the supervisor happened to look.
 
 Spec and status are ``marshal``-ed dicts (plain values only). Usage:
 ``python -I run_solution.py SPEC`` (see ``wmrl.sandbox.local.RunDir.spec`` for the fields).
@@ -28,7 +40,7 @@ import stat
 import sys
 import time
 
-__all__ = ["MS_NODEV", "MS_NOSUID", "MS_REC", "apply_mounts", "collect_submission", "libc", "mount",
+__all__ = ["MS_NODEV", "MS_NOSUID", "MS_REC", "CpuMeter", "apply_mounts", "collect_submission", "libc", "mount",
            "prepare_workdir", "supervise"]
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
@@ -123,8 +135,8 @@ def _child(spec, out_w, err_w, report_w):
         os.dup2(null, 0), os.dup2(out_w, 1), os.dup2(err_w, 2)
         os.closerange(3, report_w)
         os.closerange(report_w + 1, 1 << 16)
-        if spec.get("cgroup"):  # joined before the uid drop: the group's files belong to root
-            with open(os.path.join(spec["cgroup"], "cgroup.procs"), "w") as fh:
+        for group in spec.get("cgroups") or ():  # joined before the uid drop: the groups' files belong to root
+            with open(os.path.join(group, "cgroup.procs"), "w") as fh:
                 fh.write(str(os.getpid()))
         for name, value in spec["limits"].items():
             resource.setrlimit(getattr(resource, name), (value, value))
@@ -211,9 +223,9 @@ def _kill_leftovers(spec, pid):
         except ProcessLookupError:
             pass
         return
-    if spec.get("cgroup"):  # every process of the run is in it, whatever uid or session it took
+    if spec.get("cgroups"):  # every process of the run is in each, whatever uid or session it took
         for _ in range(200):  # a fork bomb may still be forking: repeat until the group is empty
-            with open(os.path.join(spec["cgroup"], "cgroup.procs")) as fh:
+            with open(os.path.join(spec["cgroups"][0], "cgroup.procs")) as fh:
                 pids = [int(p) for p in fh.read().split()]
             if not pids:
                 return
@@ -239,6 +251,67 @@ def _kill_leftovers(spec, pid):
             continue
 
 
+class CpuMeter:
+    """CPU seconds used so far by the solution's whole process tree (children and threads included).
+
+    ``spec["cpu_account"]`` names the cgroup files to read, first existing one wins, as
+    ``[path, "cpuacct" | "cpu.stat"]`` pairs, and ``minus_self`` when the group also holds this
+    supervisor (a container's group). Without one the tree is read from ``/proc``: as PID 1 of
+    the run's own namespace every other process is the run's; else the processes of the run's
+    uid; else (no namespaces, no uid: a degraded run, see ``isolation``) those of the solution's
+    session, which a daemon that calls ``setsid`` leaves unaccounted.
+    """
+
+    def __init__(self, spec, pid):
+        self.pid, self.uid, self.peak = pid, spec.get("uid"), 0.0
+        account = spec.get("cpu_account") or {}
+        found = [(path, kind) for path, kind in account.get("files", ()) if os.path.exists(path)]
+        self.file, self.kind = found[0] if found else (None, None)
+        self.minus_self = bool(account.get("minus_self"))
+        self.source = "cgroup" if self.file else "proc"
+        self.interval = 0.05 if self.file else 0.1
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def read(self):
+        """Seconds so far (never decreasing: a /proc scan can miss a process being reaped)."""
+        try:
+            value = self._cgroup() if self.file else self._proc()
+        except (OSError, ValueError):
+            value = self._proc()
+        self.peak = max(self.peak, value)
+        return self.peak
+
+    def _cgroup(self):
+        with open(self.file) as fh:
+            text = fh.read()
+        if self.kind == "cpuacct":
+            value = int(text) / 1e9
+        else:
+            value = next(int(ln.split()[1]) for ln in text.splitlines() if ln.startswith("usage_usec ")) / 1e6
+        if self.minus_self:
+            own = resource.getrusage(resource.RUSAGE_SELF)
+            value -= own.ru_utime + own.ru_stime
+        return value
+
+    def _proc(self):
+        me, ticks = os.getpid(), 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                if me != 1 and self.uid is not None and os.stat(f"/proc/{entry}").st_uid != self.uid:
+                    continue
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()  # fields[0] is field 3 of proc(5)
+            except OSError:
+                continue
+            if me != 1 and self.uid is None and int(fields[3]) != self.pid:  # session id
+                continue
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ticks / self.tick + reaped.ru_utime + reaped.ru_stime
+
+
 def supervise(spec):
     meta_fd = os.open(spec["meta_dir"], os.O_RDONLY | os.O_DIRECTORY)  # before mounts may cover it
     with open(os.path.join(spec["meta_dir"], "solution.py"), "rb") as fh:
@@ -262,16 +335,29 @@ def supervise(spec):
     poller = select.poll()
     for fd in (*caps, wake_r):
         poller.register(fd, select.POLLIN)
-    deadline, kill_at, timed_out, waited = start + spec["timeout_s"], None, False, None
+    meter = CpuMeter(spec, pid)
+    cpu_limit, wall_deadline = spec["cpu_limit_s"], start + spec["wall_limit_s"]
+    kill_at, timed_out, waited = None, None, None
     while waited is None:
         now = time.monotonic()
-        if not timed_out and now >= deadline:
-            timed_out, kill_at = True, now + spec["kill_grace_s"]
-            os.killpg(pid, signal.SIGTERM)
+        if timed_out is None:
+            if meter.read() > cpu_limit:
+                timed_out = "cpu"
+            elif now >= wall_deadline:
+                timed_out = "wall"
+            if timed_out:
+                kill_at = now + spec["kill_grace_s"]
+                try:
+                    os.killpg(pid, signal.SIGTERM)
+                except ProcessLookupError:  # the group has just ended by itself
+                    pass
         if kill_at is not None and now >= kill_at:
-            os.killpg(pid, signal.SIGKILL)
+            _kill_leftovers(spec, pid)  # the whole tree, not only the solution's process group
             kill_at = None
-        wake_at = kill_at if kill_at is not None else (now + 0.05 if timed_out else deadline)
+        if timed_out:
+            wake_at = kill_at if kill_at is not None else now + 0.05
+        else:
+            wake_at = min(wall_deadline, now + meter.interval)
         for fd, _ in poller.poll(max(wake_at - now, 0.0) * 1000):  # SIGCHLD wakes it via wake_r
             data = os.read(fd, 65536)
             if fd in caps:
@@ -296,10 +382,13 @@ def supervise(spec):
     except (BlockingIOError, EOFError, ValueError, TypeError):  # nothing (or garbage) reported
         report = {}
     raw_status, usage, wall = waited
+    cpu = max(meter.read(), usage.ru_utime + usage.ru_stime)  # the whole tree, everything now ended
+    if timed_out is None and cpu > cpu_limit:  # over budget between two polls: the same verdict
+        timed_out = "cpu"
     status = {
         "exit_code": os.WEXITSTATUS(raw_status) if os.WIFEXITED(raw_status) else None,
         "signal": os.WTERMSIG(raw_status) if os.WIFSIGNALED(raw_status) else None,
-        "timed_out": timed_out, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+        "timed_out": timed_out, "wall_s": wall, "cpu_s": cpu, "cpu_source": meter.source,
         "max_rss_mb": usage.ru_maxrss / 1024, "stdout": caps[out_r].text(), "stderr": caps[err_r].text(),
         **{k: report.get(k) for k in ("error_type", "error_line", "message", "oom")},
         "submission": collect_submission(spec, meta_fd),

@@ -2,7 +2,7 @@
 
 Why: a run used to pay 1.5-2.5 s of CPU for interpreter start-up and ``import pandas, sklearn``
 before the solution's first own line; the trainer runs thousands. This server imports them once
-(``PRELOAD``), then for every run forks a pristine copy of itself, which does what the cold
+(the modules the host names on its command line), then for every run forks a pristine copy of itself, which does what the cold
 launch ``unshare --mount --net --pid --fork --kill-child --mount-proc python -I
 run_solution.py SPEC`` does and then calls the very same ``run_solution.supervise``:
 
@@ -23,7 +23,7 @@ inherit locks held by threads that do not exist in it. The host therefore starts
 thread pool sized to one and pyarrow's jemalloc without its background thread
 (``wmrl.sandbox.warm``), and uses this mode only when a run's ``cpus`` is 1.
 
-Protocol: ``python -I warm_server.py FD``, FD one end of a socket pair, framed by
+Protocol: ``python -I warm_server.py FD MODULES``, MODULES comma-separated, FD one end of a socket pair, framed by
 ``multiprocessing.connection`` (on both sides), each message a ``marshal``-ed dict:
     server -> host, once: {"error": None, or why it cannot serve}
     host -> server, per run: {"spec": path, "backstop_s": s};  server -> host: {"exit", "killed"}
@@ -44,7 +44,7 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 
-__all__ = ["PRELOAD", "serve"]
+__all__ = ["serve"]
 
 
 def _load_supervisor():
@@ -59,11 +59,6 @@ def _load_supervisor():
 
 run_solution = _load_supervisor()
 
-# What generated solutions import (see wmrl.agent.script and templates); missing ones are skipped.
-PRELOAD = ("numpy", "pandas", "scipy.sparse", "sklearn.compose", "sklearn.decomposition", "sklearn.dummy",
-           "sklearn.ensemble", "sklearn.feature_extraction.text", "sklearn.impute", "sklearn.linear_model",
-           "sklearn.metrics", "sklearn.model_selection", "sklearn.naive_bayes", "sklearn.neighbors",
-           "sklearn.pipeline", "sklearn.preprocessing", "sklearn.svm", "sklearn.tree", "PIL.Image")
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 MS_PRIVATE, MS_NOEXEC = 1 << 18, 8
 PR_SET_PDEATHSIG = 1
@@ -165,10 +160,10 @@ def _run(conn, request):
     return {"exit": os.waitstatus_to_exitcode(status), "killed": killed}
 
 
-def serve(conn):
+def serve(conn, preload):
     """Preload, say hello, then run one job per request until the host goes away."""
     error = None
-    for name in PRELOAD:
+    for name in preload:
         try:
             importlib.import_module(name)
         except ImportError:
@@ -190,5 +185,5 @@ def serve(conn):
 
 if __name__ == "__main__":
     os.chdir("/")
-    serve(Connection(int(sys.argv[1])))
+    serve(Connection(int(sys.argv[1])), [m for m in sys.argv[2].split(",") if m] if len(sys.argv) > 2 else [])
     os._exit(0)
