@@ -26,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from .local import RUNTIME, Limits, RunDir, SandboxError, interpreter_paths, solution_env
+from .local import RUNTIME, Limits, RunDir, solution_env
+from .view import SandboxError, interpreter_paths, solution_view
 
 __all__ = ["CONTAINER_CPU_ACCOUNT", "DEFAULT_IMAGE", "LABEL", "DockerBackend", "device_requests",
            "docker_available"]
@@ -95,25 +96,32 @@ class DockerBackend:
         self.isolation = ("docker:network=none+read-only-root+caps-dropped+uid+cgroup-limits+rlimits+scrubbed-env"
                           + (f"+gpus={limits.gpus}" if limits.gpus else ""))
 
-    def _volumes(self, task, run: RunDir) -> dict:
+    def _volumes(self, public: str, run: RunDir) -> dict:
+        """Of the host, a container sees the task's public folder and nothing else of anyone's data:
+        beside it only the run's meta folder (root's, 0700), the supervisor and, for an image using
+        this machine's interpreter, the interpreter's folders (``view.interpreter_paths``)."""
         volumes = {str(run.meta): {"bind": _IN["meta"], "mode": "rw"},
-                   str(Path(task.public_dir).resolve()): {"bind": _IN["data"], "mode": "ro"},
+                   os.path.realpath(public): {"bind": _IN["data"], "mode": "ro"},
                    str(RUNTIME): {"bind": _IN["runtime"], "mode": "ro"}}
         if self.host_python:
             volumes.update({p: {"bind": p, "mode": "ro"} for p in interpreter_paths()})
         return volumes
 
     def execute(self, task, code: str) -> tuple[RunDir, dict | None, bool, float]:
+        # The view's checks refuse a task no mount could keep apart from its answers; its covers
+        # are not needed here: a container starts from an image that holds no data.
+        view = solution_view(task, interpreter_paths() if self.host_python else (), self.base)
         run = RunDir.create(self.base, code, drop_uid=os.geteuid() == 0)
-        spec = run.spec(task, self.limits, mounts=False, cover=[], expose=[])
+        spec = run.spec(view, self.limits, mounts=False)
         spec.update(workdir=_IN["work"], solution=f"{_IN['work']}/solution.py", public_dir=_IN["data"],
-                    meta_dir=_IN["meta"], hide=[], cgroups=[], cpu_account=CONTAINER_CPU_ACCOUNT)
+                    meta_dir=_IN["meta"], cover=[], expose=[], hide=[], cgroups=[],
+                    cpu_account=CONTAINER_CPU_ACCOUNT)
         (run.meta / "spec").write_bytes(marshal.dumps(spec))
         lim = self.limits
         start = time.monotonic()
         container = self.client.containers.create(
             self.image, [self.python, "-I", _IN["runtime"], f"{_IN['meta']}/spec"],
-            network_mode="none", read_only=True, volumes=self._volumes(task, run),
+            network_mode="none", read_only=True, volumes=self._volumes(view.data_dir, run),
             tmpfs={**{p: f"size={lim.tmpfs_mb}m,mode=1777" for p in ("/tmp", "/var/tmp")},
                    _IN["work"]: f"size={lim.tmpfs_mb}m,mode=0700"},
             shm_size=f"{lim.tmpfs_mb}m", environment=solution_env(_IN["work"], _IN["data"], lim.cpus),

@@ -3,10 +3,11 @@
 Why this shape: real solutions take seconds and the trainer runs thousands, so a container
 per run is too slow here; namespaces + rlimits cost tens of milliseconds. The solution must
 never read the hidden answers even when the host runs as root, hence two independent walls:
-a private mount namespace where the answers are covered by an empty tmpfs, and a fresh uid
-(unique per run, so concurrent runs cannot read each other or share a process budget) for which
-every root-owned file of mode 0600/0700 is unreadable. Whatever the kernel refuses is recorded
-in ``isolation`` instead of failing.
+a private mount namespace that shows the task's public folder and the interpreter and covers
+every other folder that may hold data with an empty tmpfs (``view.solution_view``), and a fresh
+uid (unique per run, so concurrent runs cannot read each other or share a process budget) for
+which every root-owned file of mode 0600/0700 is unreadable. Whatever the kernel refuses is
+recorded in ``isolation`` instead of failing.
 
 Two launchers run the same supervisor: "cold" starts ``unshare ... python -I run_solution.py``
 per run; "warm" (the default where it applies, see ``warm_available``) forks a server that has
@@ -25,7 +26,6 @@ import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from . import warm as warm_launcher
 from .cgroup import RunCgroups, cpu_cgroup_root, memory_cgroup_root
+from .view import SandboxError, SolutionView, closed_parents, interpreter_paths, solution_view
 
 __all__ = [
     "RUNTIME",
@@ -42,10 +43,7 @@ __all__ = [
     "Limits",
     "LocalBackend",
     "RunDir",
-    "SandboxError",
-    "closed_parents",
     "default_wall_timeout",
-    "interpreter_paths",
     "probe_namespaces",
     "solution_env",
     "warm_available",
@@ -54,14 +52,8 @@ __all__ = [
 RUNTIME = Path(__file__).resolve().parent / "runtime" / "run_solution.py"  # package data
 _NS_FLAGS = ["--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 UID_RANGE = range(1_000_000, 2_000_000)  # one fresh uid per run, never a real account
-_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # per-run, writable
-_CLOSED = ("/run",)  # host sockets and runtime state: nothing a solution needs
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                 "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")
-
-
-class SandboxError(RuntimeError):
-    """The sandbox itself failed (not the solution): never charged to the solution as a status."""
 
 
 def default_wall_timeout(cpu_s: float) -> float:
@@ -133,24 +125,6 @@ def solution_env(workdir: str, data_dir: str, cpus: float) -> dict[str, str]:
             "SUBMISSION_PATH": os.path.join(workdir, "submission.csv"), **{v: threads for v in _THREAD_VARS}}
 
 
-def interpreter_paths() -> list[str]:
-    """The folders the solution's interpreter and its libraries live in."""
-    return sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, os.path.dirname(sys.executable))})
-
-
-@functools.lru_cache(maxsize=256)
-def closed_parents(paths: tuple[str, ...]) -> tuple[str, ...]:
-    """The highest parent of each path that an unprivileged uid may not enter (e.g. /root)."""
-    closed = set()
-    for path in paths:
-        parts = Path(path).parts
-        for i in range(2, len(parts)):
-            if not os.stat(Path(*parts[:i])).st_mode & stat.S_IXOTH:
-                closed.add(str(Path(*parts[:i])))
-                break
-    return tuple(sorted(closed))
-
-
 @functools.cache
 def probe_namespaces() -> tuple[list[str], str]:
     """The namespace prefix this kernel allows, and its name for ``isolation`` (probed once)."""
@@ -206,13 +180,12 @@ class RunDir:
         (run.meta / "solution.py").write_text(code)
         return run
 
-    def spec(self, task, limits: Limits, mounts: bool, cover: list[list], expose: list[str]) -> dict:
+    def spec(self, view: SolutionView, limits: Limits, mounts: bool) -> dict:
         """What the in-sandbox supervisor needs; paths are as the solution will see them."""
-        pool = Path(task.root).parent
-        hide = sorted({str(Path(task.private_dir))} | {str(p) for p in pool.glob("*/private") if p.is_dir()})
         return {"workdir": str(self.work), "solution": str(self.work / "solution.py"), "meta_dir": str(self.meta),
-                "public_dir": str(Path(task.public_dir)), "uid": self.uid, "mounts": mounts, "work_tmpfs": mounts,
-                "cover": cover, "expose": expose, "hide": hide, "tmpfs_mb": limits.tmpfs_mb,
+                "public_dir": view.data_dir, "uid": self.uid, "mounts": mounts, "work_tmpfs": mounts,
+                "cover": [list(c) for c in view.covers], "expose": list(view.expose), "hide": list(view.hides),
+                "tmpfs_mb": limits.tmpfs_mb,
                 "limits": limits.rlimits(), "cpu_limit_s": limits.timeout_s, "wall_limit_s": limits.wall_timeout_s,
                 "kill_grace_s": limits.kill_grace_s,
                 "tail_bytes": limits.tail_bytes, "max_submission_mb": 512}
@@ -242,7 +215,7 @@ class LocalBackend:
         self.expose = interpreter_paths()
         # Without a mount namespace a closed parent of the interpreter cannot be bound open, and a
         # dropped uid could not import the standard library: keep the uid then, and say so.
-        self.drop_uid = os.geteuid() == 0 and (bool(self.prefix) or not closed_parents(tuple(self.expose)))
+        self.drop_uid = os.geteuid() == 0 and (bool(self.prefix) or not closed_parents(self.expose))
         self.memcg = os.geteuid() == 0 and memory_cgroup_root() is not None
         self.cpucg = os.geteuid() == 0 and cpu_cgroup_root() is not None
         self.warm = warm and warm_available(self.prefix, limits.cpus) is None
@@ -252,10 +225,9 @@ class LocalBackend:
 
     def execute(self, task, code: str) -> tuple[RunDir, dict | None, bool, float]:
         """Run once; returns (run dir, supervisor status or None, killed by the host backstop, wall)."""
+        view = solution_view(task, self.expose, self.base)  # before anything is created: it may refuse the task
         run = RunDir.create(self.base, code, self.drop_uid)
-        closed = closed_parents((*self.expose, str(task.public_dir), str(self.base)))
-        cover = [[p, "1777"] for p in _SCRATCH] + [[p, "0755"] for p in (*_CLOSED, *closed)]
-        spec = run.spec(task, self.limits, mounts=bool(self.prefix), cover=cover, expose=self.expose)
+        spec = run.spec(view, self.limits, mounts=bool(self.prefix))
         groups = RunCgroups.create(run.root.name, self.limits.memory_mb, memory=self.memcg, cpu=self.cpucg)
         spec.update(groups.spec())
         env = solution_env(spec["workdir"], spec["public_dir"], self.limits.cpus)

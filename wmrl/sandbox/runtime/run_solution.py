@@ -2,8 +2,9 @@
 
 It is the same file for every backend (local namespaces, Docker), so a solution sees the same
 world everywhere. Trusted and stdlib-only; it starts as root (or root of a user namespace) and
-    1. hides what the solution must not see (tmpfs over the private answers and the shared
-       scratch folders, public data bound back read-only) and makes a fresh tmpfs work folder,
+    1. hides what the solution must not see (empty tmpfs over every folder that may hold data and
+       over the shared scratch folders; the public data and the interpreter bound back read-only)
+       and makes a fresh tmpfs work folder,
     2. forks the solution: resource limits, an unprivileged uid, no new privileges, a fresh
        session, stdout/stderr into pipes it reads with a cap (head and tail kept),
     3. enforces the budget: the CPU seconds of the solution's whole process tree (every child
@@ -56,25 +57,29 @@ def mount(source, target, fstype, flags, data=None):
 
 
 def apply_mounts(spec):
-    """Cover scratch folders, closed folders and private answers; bind back what the run needs.
+    """Show the solution its public data and the interpreter, and nothing else that may hold data.
 
-    Bound back read-only: the public data, and the interpreter's folders when they sit under a
-    folder the solution's uid may not enter (e.g. /root).
+    ``cover``: a fresh tmpfs over the scratch folders (mode 1777) and an empty one (0755) over every
+    folder that may hold data (see ``wmrl.sandbox.view``); then the public data and the interpreter's
+    folders are bound back read-only at their own paths (opened before anything is covered), inside
+    folders that are otherwise empty; ``hide``: the answers' folder, covered again should a folder
+    bound back hold it (the host refuses such a task: the last wall). Ends in ``/``, so that no
+    directory of the host stays this process's working folder.
     """
-    wanted = [(spec["public_dir"], True), *((p, True) for p in spec["expose"])]
-    keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY), ro) for p, ro in wanted]
-    for path, mode in spec["cover"]:  # scratch (1777) and closed parents of the interpreter (0755)
-        if os.path.isdir(path):
+    os.umask(0o022)  # the folders recreated on the way to what is bound back: enterable by the solution's uid
+    keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in (spec["public_dir"], *spec["expose"])]
+    for path, mode in spec["cover"]:
+        if os.path.isdir(path):  # one inside an earlier cover is gone already
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['tmpfs_mb']}m,mode={mode}")
+    for path, fd in keep:
+        os.makedirs(path, exist_ok=True)
+        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
     for path in spec["hide"]:  # empty, read-only, unreadable: the answers are simply not there
         if os.path.isdir(path):
             mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=000")
-    for path, fd, ro in keep:
-        os.makedirs(path, exist_ok=True)
-        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        if ro:
-            mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        os.close(fd)
+    os.chdir("/")
 
 
 def prepare_workdir(spec, code):
