@@ -10,19 +10,33 @@ working folder) and never leak the answers.
 The budget is CPU seconds of the solution's whole process tree (children and threads
 included), with a wall-clock backstop for programs that sleep or block; a timeout's ``limit``
 says which one fired.
+
+A solution sees its task's public files and the interpreter, nothing else of anyone's data: for
+a competition imported from each layout (with what real sources keep beside the public folder:
+MLE-bench's and MLE-Dojo's ``raw/``, DSBench's ``output_model/``), and for the small pool (the
+other tasks, the data root, the repository, the home folder), a solution that looks for files
+by absolute and relative paths, through ``/proc``, and by walking every folder above its data
+finds none.
 """
+import json
 import os
+import shutil
 import socket
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from test_importers import LAYOUTS, import_layout
+from test_pool_ownership import FIXTURES
 
+from wmrl.provenance import REPO
 from wmrl.sandbox import ExecutionResult, Sandbox
 from wmrl.sandbox.docker_backend import LABEL, docker_available
 from wmrl.sandbox.local import probe_namespaces, warm_available
 from wmrl.sandbox.toy import SECRET, forking_burner, sandbox_processes, toy_grade, toy_solution
+from wmrl.tasks import default_root
 
 WRITE_SUBMISSION = toy_solution()
 CPU_S, WALL_S = 1.5, 6.0  # the budget, and a backstop that a loaded machine does not reach first
@@ -243,3 +257,134 @@ def test_run_many_keeps_order_and_runs_in_parallel(sandbox, toy):
     results = sandbox.run_many(jobs, max_workers=2)
     assert [r.status for r in results] == ["ok", "runtime_error"] * 2
     assert time.monotonic() - start < sum(r.wall_s for r in results)
+
+
+# ---------------------------------------------------------------- what a solution sees of the file system
+LOOK_AROUND = """
+import json, os, sys
+targets, roots = {targets!r}, {roots!r}
+data, work = os.environ["DATA_DIR"], os.getcwd()
+mine = {{data, work, *(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable),
+                                                    *sys.path) if p and os.path.isdir(p))}}
+
+def inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+read = []  # every way to a host file that opened
+for target in targets:
+    rel = os.path.relpath(target, work)
+    for attempt in (target, rel, os.path.join(data, os.path.relpath(target, data)), "/proc/self/root" + target,
+                    "/proc/1/root" + target, "/proc/self/cwd/" + rel, "/proc/1/cwd/" + rel):
+        try:
+            with open(attempt, "rb") as fh:
+                fh.read(1)
+            read.append(attempt)
+        except OSError:
+            pass
+above = [os.path.dirname(data)]  # every folder above DATA_DIR but /
+while os.path.dirname(above[-1]) != above[-1]:
+    above.append(os.path.dirname(above[-1]))
+seen = set()  # every file or folder found that is neither its own nor on the way to its own
+for top in [*above[:-1], *roots]:
+    for here, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(here, name)
+            if any(inside(m, path) for m in mine) and not any(inside(path, m) for m in mine):
+                continue  # on the way to its own: searched
+            if not any(inside(path, m) for m in mine):  # its own is not searched
+                seen.add(path)
+            if name in dirs:
+                dirs.remove(name)
+own = [os.path.join(h, f) for h, _, fs in os.walk(data) for f in fs]
+for path in own:
+    with open(path, "rb") as fh:
+        fh.read(1)
+print(json.dumps({{"read": read[:10], "n_read": len(read), "seen": sorted(seen)[:10], "n_seen": len(seen),
+                   "own": len(own)}}))
+"""
+# The docker backend's own files beside the data: the run's meta folder (root's, 0700) and the supervisor.
+DOCKER_OWN = {"/wmrl/meta", "/wmrl/run_solution.py"}
+
+
+def look_around(sandbox, task, targets: list[Path], roots: list[Path]) -> dict:
+    """Run LOOK_AROUND for ``task``: what it read of ``targets`` and found in ``roots`` and above its data."""
+    code = LOOK_AROUND.format(targets=[str(t) for t in targets], roots=[str(r) for r in roots])
+    result = run(sandbox, task, code)
+    assert result.status == "no_submission", result
+    found = json.loads(result.stdout_tail)
+    if sandbox.backend == "docker":
+        found["n_seen"] -= len(DOCKER_OWN & set(found["seen"]))
+        found["seen"] = [p for p in found["seen"] if p not in DOCKER_OWN]
+    return found
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(p for p in Path(folder).rglob("*") if p.is_file())
+
+
+def a_few_per_folder(files: list[Path], n: int = 3) -> list[Path]:
+    """The first ``n`` files of each folder: an image folder's thousand files say no more than three."""
+    kept: dict[Path, list[Path]] = {}
+    for path in files:
+        kept.setdefault(path.parent, []).append(path)
+    return [p for group in kept.values() for p in group[:n]]
+
+
+def plant(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"id,label\n0,{SECRET}\n")
+
+
+@pytest.fixture(scope="module")
+def imported():
+    """The three layouts' fixtures, with what real sources keep beside a task's public folder, each
+    imported into a pool of its own: (folder, layout -> pool).
+
+    The copy lies where users keep data, in a world-readable folder outside the scratch folders
+    (under the repository's git-ignored build/): a copy in /tmp would prove little, since the
+    sandbox empties /tmp anyway and pytest's temporary folders are closed to the solution's uid.
+    """
+    (REPO / "build").mkdir(exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="sandbox-view-", dir=REPO / "build"))
+    try:
+        base.chmod(0o755)
+        fixtures = Path(shutil.copytree(FIXTURES, base / "fixtures"))
+        for layout, (src, _, names) in LAYOUTS.items():
+            for name in names:
+                if layout == "dsbench":  # other models' predictions, next to data/answers/
+                    plant(fixtures / src / "output_model" / "gpt-4o" / name / "submission.csv")
+                else:  # the original labelled data: MLE-bench's <id>/raw/, what MLE-Dojo's prepare keeps
+                    plant(fixtures / src / name / "raw" / "train.csv")
+                if layout == "mledojo":  # kept beside public/ too, in the task's own root
+                    plant(fixtures / src / name / "data" / "raw" / "train.csv")
+        yield base, {layout: import_layout(fixtures, layout, base / f"pool-{layout}") for layout in LAYOUTS}
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("layout, name", [("mledojo", "aerial-cactus-identification"),
+                                          ("mlebench", "dog-breed-identification"),
+                                          ("dsbench", "see-click-predict-fix")])
+def test_an_imported_task_shows_its_public_files_and_nothing_else_of_its_source(sandbox, imported, layout, name):
+    base, pools = imported
+    task = pools[layout][name]
+    public = files_under(task.public_dir)
+    others = [p for p in files_under(base) if not p.is_relative_to(task.public_dir)]
+    assert {"raw", "output_model", "answers", "private"} & {part for p in others for part in p.parts}
+    assert all(p.stat().st_mode & 0o004 for p in others)  # readable by anyone: only the mounts hide them
+    found = look_around(sandbox, task, others, [base])
+    assert (found["n_read"], found["read"]) == (0, []), found
+    assert (found["n_seen"], found["seen"]) == (0, []), found
+    assert found["own"] == len(public) > 0, found
+
+
+def test_a_pool_task_sees_no_other_task_nor_the_data_root_the_repository_or_home(sandbox, pool):
+    task = pool.tasks[0]
+    root = default_root()
+    others = a_few_per_folder([p for p in files_under(root) if not p.is_relative_to(task.public_dir)])
+    host = [REPO / "pyproject.toml", REPO / "wmrl" / "__init__.py", *sorted(Path.home().glob("*"))[:20]]
+    found = look_around(sandbox, task, [*others, *(p for p in host if p.is_file())],
+                        [root, root.parent, REPO, Path.home(), Path("/root"), Path("/home")])
+    assert (found["n_read"], found["read"]) == (0, []), found
+    assert (found["n_seen"], found["seen"]) == (0, []), found
+    assert found["own"] == len(files_under(task.public_dir)), found

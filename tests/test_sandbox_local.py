@@ -4,15 +4,21 @@ The hostile-program suite, which every backend passes, is tests/test_sandbox_hos
 test here runs once "cold" (a fresh interpreter per run) and once "warm" (a fork of a preloaded
 server; see tests/test_sandbox_warm.py for what only it needs).
 """
+import json
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from wmrl.sandbox import ExecutionResult, Limits, Sandbox, library_versions, local
+from wmrl.provenance import REPO
+from wmrl.sandbox import ExecutionResult, Limits, Sandbox, SandboxError, library_versions, local
 from wmrl.sandbox.toy import SECRET, cpu_burner, forking_burner, sandbox_processes, toy_grade, toy_solution
+from wmrl.sandbox.view import OS_FOLDERS, solution_view
 
 WRITE_SUBMISSION = toy_solution()
 
@@ -160,3 +166,56 @@ def test_the_facts_state_the_budget_the_backstop_and_how_scripts_start(runs_dir,
     facts = Sandbox("local", timeout_s=2, memory_mb=1024, base_dir=runs_dir, warm=warm).facts
     assert (facts.cpu_budget_s, facts.wall_timeout_s, facts.memory_mb, facts.gpus) == (2, 12, 1024, 0)
     assert facts.warm_start == warm and ("pandas" in facts.preloaded) == warm
+
+
+# ---------------------------------------------------------------- the solution's view (where it cannot be run)
+def a_task(root: str, public: str = "public", private: str = "private") -> SimpleNamespace:
+    return SimpleNamespace(name="t", root=Path(root), public_dir=Path(root) / public, private_dir=Path(root) / private)
+
+
+@pytest.mark.parametrize("root, covered", [
+    ("/opt/data/mle-bench/dog-breed/prepared", "/opt/data"),
+    ("/var/lib/wmrl/pool/iris", "/var/lib/wmrl"),
+    ("/usr/share/competitions/iris", "/usr/share/competitions"),
+    ("/usr/local/data/iris", "/usr/local/data"),
+])
+def test_a_task_inside_an_os_folder_costs_the_folder_below_it_never_the_os_folder(root, covered):
+    """Tasks are not made on this machine's OS folders: the view is computed, not run."""
+    view = solution_view(a_task(root), ("/usr/lib/python3",), "/tmp/runs", tops=[])
+    covers = {path for path, _ in view.covers}
+    assert covered in covers and not covers & (OS_FOLDERS - {"/tmp", "/var/tmp", "/dev/shm", "/run"})
+    assert view.data_dir == f"{root}/public" and view.hides == (f"{root}/private",)
+
+
+def test_a_task_kept_inside_the_interpreters_folders_is_refused_before_anything_runs(toy, runs_dir):
+    sandbox = Sandbox("local", timeout_s=5, grader=toy_grade, base_dir=runs_dir)
+    inside = a_task(f"{sandbox.impl.expose[0]}/data/t")
+    with pytest.raises(SandboxError, match="inside the interpreter's folder"):
+        sandbox.run(inside, toy_solution())
+    with pytest.raises(SandboxError, match="inside the interpreter's folder"):
+        solution_view(inside, sandbox.impl.expose, runs_dir)
+
+
+def test_a_task_whose_answers_lie_in_its_public_folder_is_refused_before_anything_runs(toy, runs_dir):
+    sandbox = Sandbox("local", timeout_s=5, grader=toy_grade, base_dir=runs_dir)
+    leaky = a_task(str(toy.root), public="public", private="public/answers")
+    with pytest.raises(SandboxError, match="keep the answers outside the public folder"):
+        sandbox.run(leaky, toy_solution())
+    assert list(Path(runs_dir).iterdir()) == []
+
+
+def test_the_interpreters_folders_take_in_what_pth_files_add_but_never_the_repository(tmp_path):
+    """A venv whose .pth files add a library folder and the repository (a path-style editable install)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    (libs := tmp_path / "libs").mkdir()
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(subprocess.run([python, "-c", purelib], capture_output=True, text=True, check=True).stdout.strip())
+    (site / "libs.pth").write_text(f"{libs}\n")
+    (site / "editable.pth").write_text(f"{REPO}\n")
+    probe = "import json; from wmrl.sandbox.view import interpreter_paths; print(json.dumps(interpreter_paths()))"
+    out = subprocess.run([python, "-c", probe], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+                         text=True, check=True)
+    exposed = json.loads(out.stdout)
+    assert str(libs.resolve()) in exposed and str((tmp_path / "venv").resolve()) in exposed, exposed
+    assert not [e for e in exposed if Path(e) == REPO or Path(e) in REPO.parents or REPO in Path(e).parents], exposed
