@@ -17,7 +17,7 @@ from wmrl.vocabulary import (
     STATUSES,
     feedback_bucket,
 )
-from wmrl.world_model import static
+from wmrl.world_model import quality
 
 
 def test_the_sandbox_reports_every_status_but_malformed_and_refuses_others():
@@ -47,5 +47,6 @@ def test_a_bucket_is_the_nearest_bucket_score_to_a_percentile():
 def test_the_agent_and_the_world_model_name_model_families_alike():
     assert grammar.SLOTS[grammar.SLOT_NAMES.index("model")].options == MODEL_FAMILIES
     assert set(templates.MODEL_SPECS) == set(MODEL_FAMILIES)
-    assert set(static.QUALITY_PRIOR) == set(MODEL_FAMILIES)
-    assert {family for _, family in static._FAMILY_OF} <= set(MODEL_FAMILIES)
+    assert set(quality.QUALITY_PRIOR) == set(MODEL_FAMILIES)
+    assert {family for _, family in quality._FAMILY_OF} <= set(MODEL_FAMILIES)
+    assert {key.split(":")[1] for key in quality.QUALITY_WEIGHTS if key.startswith("family:")} <= set(MODEL_FAMILIES)

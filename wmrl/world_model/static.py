@@ -4,10 +4,33 @@ At paper scale the world model is the agent's own LLM reading the code (Sec. 3.2
 need something as cheap and as *honestly wrong*: this model parses the script, follows names,
 files, columns and estimators through it (:mod:`.analysis`), checks calls against the
 installed libraries' signatures, estimates the run time from the task's size and the model's
-hyperparameters, and guesses the score from a fixed prior per (model family, data category).
+hyperparameters, and guesses the score from what the script's text shows (:mod:`.quality`).
 It never runs the code and never reads a data file or ``private/``: only the script, the task's
 public inventory and description. Its errors are therefore real - it cannot see a shuffled
-target, it guesses whether a table holds strings or NaN, and its quality prior ignores the task.
+target, it guesses whether a table holds strings or NaN, and its quality guess knows the task
+only by its category.
+
+Two error profiles (``profile``), the same analysis under both:
+
+- ``paper`` (the default): the paper's LLM world model is told to DEFAULT TO PASS and to fail a
+  check only with a specific line and a certain exception. So here a check fails only on a
+  finding the analysis is sure of (``p_fail >= CERTAIN``: a file, column, name, module, keyword
+  or method that is not there, a submission with the wrong columns or rows or none at all);
+  a suspicion (string columns or NaN that *may* reach an estimator) passes. The budget check fails
+  only when the estimated run time is clearly over the limit (``BUDGET_MARGIN`` times it, the
+  cost model's own error on the tuning set), and the quality bucket comes from an additive model
+  over the script's traits, which ranks the scripts of one task. The result errs optimistically,
+  as the paper's model does, and its score is close to a monotone function of the real one
+  (Assumption 6) apart from the defects nobody can see in the text.
+- ``pessimistic`` (the original model, kept for comparison): every finding fails its check with
+  its own probability, suspicions included, the budget check is a coin flip at the limit, and
+  the quality guess is a fixed prior per (family, category). It predicts failures that do not
+  happen (on a trained agent's scripts: 41% predicted ok against 63% real).
+
+Measured by ``python -m wmrl.experiments.wm_profile measure`` on a grpo agent's scripts (small
+preset, seed 101, 173 scripts of the training tasks and 112 of the held-out ones, executed once):
+predicted / real ok rate 0.65 / 0.63 and 0.58 / 0.46 (pessimistic: 0.41 and 0.23), Spearman of
+predicted and real reward within a task 0.62 and 0.64 (pessimistic: 0.44 and 0.36).
 
 Sampling. Every check yields a failure probability ``p`` and the quality check a distribution
 over buckets. At temperature ``T`` the model samples each verdict from the tempered distribution
@@ -20,36 +43,40 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
-from wmrl.tasks.metrics import get_metric
-from wmrl.vocabulary import QUALITY_BUCKETS, QUALITY_PERCENTILE
+from wmrl.vocabulary import QUALITY_BUCKETS
 from wmrl.world_model.analysis import Facts, analyse
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
+from wmrl.world_model.quality import (
+    QUALITY_PRIOR,
+    bucket_distribution,
+    family_of,
+    prior_expected,
+    script_traits,
+    traits_expected,
+)
 
-__all__ = ["COLD_STARTUP_S", "QUALITY_PRIOR", "WARM_STARTUP_S", "ProgramAnalysisWorldModel", "estimate_seconds"]
+__all__ = ["BUDGET_MARGIN", "BUDGET_WIDTH", "CERTAIN", "COLD_STARTUP_S", "PAPER_PASS_P", "PASS_P", "PROFILES",
+           "QUALITY_PRIOR", "WARM_STARTUP_S", "ProgramAnalysisWorldModel", "estimate_seconds"]
 
-#: Expected leaderboard position score per (model family, category), keyed by
-#: :data:`wmrl.vocabulary.MODEL_FAMILIES`: reasonable priors written down once (a forest is a
-#: strong tabular baseline, linear models lead on TF-IDF text, ...), not fitted on any answers.
-QUALITY_PRIOR = {
-    "dummy": {"tabular": 0.03, "text": 0.03, "image": 0.03},
-    "linear": {"tabular": 0.40, "text": 0.60, "image": 0.45},
-    "knn": {"tabular": 0.30, "text": 0.20, "image": 0.45},
-    "naive_bayes": {"tabular": 0.22, "text": 0.50, "image": 0.20},
-    "tree": {"tabular": 0.28, "text": 0.15, "image": 0.18},
-    "forest": {"tabular": 0.55, "text": 0.35, "image": 0.45},
-    "boosting": {"tabular": 0.60, "text": 0.30, "image": 0.45},
-    "svm": {"tabular": 0.42, "text": 0.60, "image": 0.55},
-}
-#: The family an estimator's class name reads as (first match wins), in the vocabulary's names. The
-#: world model reads names, not intentions: a ``LinearSVC`` (the grammar's text ``svm``) reads
-#: as ``linear``, and its cost and quality are estimated as a linear model's.
-_FAMILY_OF = (("Dummy", "dummy"), ("LogisticRegression", "linear"), ("Ridge", "linear"), ("Linear", "linear"),
-              ("SGD", "linear"), ("KNeighbors", "knn"), ("NB", "naive_bayes"), ("DecisionTree", "tree"),
-              ("RandomForest", "forest"), ("ExtraTrees", "forest"), ("GradientBoosting", "boosting"),
-              ("SVC", "svm"), ("SVR", "svm"))
+#: The world model's error profiles (see the module docstring).
+PROFILES = ("paper", "pessimistic")
+#: ``paper`` profile: the least failure probability of a finding that fails its check. The
+#: analysis gives 0.85-0.95 to what it reads in the text and the inventory (a missing file,
+#: column, name, keyword, method; a wrong submission) and less to guesses about the data's
+#: content (string columns: 0.55 on a table; NaN: 0.75 when the description mentions missing
+#: values, else 0.12), so this threshold separates certain findings from suspicions.
+CERTAIN = 0.8
+#: Failure probability of a check with nothing to report (the ``pessimistic`` profile's floor).
+PASS_P = 0.02
+#: The ``paper`` profile's floor, for a check with nothing *certain* to report: an LLM told to fail
+#: only with a line and an exception still hallucinates one now and then, but rarely. At T = 0.7 a
+#: script without certain findings then draws a spurious failure about once in 300 predictions
+#: (with the pessimistic floor: once in 44, which made ~3% of the trained agent's good scripts fail).
+PAPER_PASS_P = 0.005
 #: Seconds before a script's first fit: a fresh interpreter importing pandas and scikit-learn
 #: (``python -m wmrl.sandbox.bench``: 2.9 s cold on this 2-core machine), versus the local sandbox's
 #: warm server, which forks an interpreter that has them loaded (0.15 s for the same script).
@@ -57,10 +84,15 @@ _FAMILY_OF = (("Dummy", "dummy"), ("LogisticRegression", "linear"), ("Ridge", "l
 #: budget, assuming a cold start predicted a timeout for 15 of 32 scripts that ran ok.
 COLD_STARTUP_S = 1.5
 WARM_STARTUP_S = 0.1
-
-
-def _family(name: str) -> str | None:
-    return next((fam for key, fam in _FAMILY_OF if key in name), None)
+#: ``paper`` profile: the budget check's failure probability is a coin flip at ``BUDGET_MARGIN``
+#: times the limit (log-scale width ``BUDGET_WIDTH``: 94% sure at twice that). "Clearly over"
+#: means over by more than the cost model's own error: on the tuning set of
+#: ``python -m wmrl.experiments.wm_profile tune`` (seed 1000, 448 scripts of the training tasks,
+#: 2 s budget, warm sandbox) 95% of the 370 scripts that finished had an estimate under 8.93 times
+#: the limit (the estimate's log error has a standard deviation of 1.7), and 41 of its 48 real
+#: timeouts had one over it.
+BUDGET_MARGIN = 8.93
+BUDGET_WIDTH = 0.25
 
 
 def _n_features(task, facts: Facts) -> float:
@@ -108,28 +140,10 @@ def estimate_seconds(task, facts: Facts, startup_s: float = COLD_STARTUP_S) -> f
     total = startup_s + (n * 2e-3 if task.category == "image" else n * d * 1e-7)
     for inst in facts.models:
         name = (inst.steps or (inst.cls.__name__,))[-1]
-        family = _family(name)
+        family = family_of(name)
         if family:
             total += inst.fits * _fit_seconds(family, inst.kwargs, n * 0.85, d, k, task.category == "text")
     return total
-
-
-def _quality(task, facts: Facts) -> np.ndarray:
-    """A distribution over quality buckets around the prior's expected position score."""
-    model = facts.models[-1] if facts.models else None
-    family = _family((model.steps or (model.cls.__name__,))[-1]) if model else None
-    expected = QUALITY_PRIOR.get(family, {}).get(task.category, 0.1) if family else 0.1
-    if model is not None:
-        small = any(model.kwargs.get(key) in v for key, v in
-                    (("n_estimators", (10, 50)), ("max_iter", (100,)), ("max_depth", (2, 3, 4)), ("C", (0.1, 0.01))))
-        expected += -0.05 if small else 0.0
-    expected *= 0.6 if facts.subsample < 0.5 else 1.0
-    if get_metric(task.metric).kind == "probability" and facts.pred_kind == "predict":
-        expected *= 0.5  # hard labels throw away the ranking a probability metric scores
-    centres = np.array([QUALITY_PERCENTILE[b] for b in QUALITY_BUCKETS])
-    logits = -((centres - expected) ** 2) / (2 * 0.12 ** 2)
-    p = np.exp(logits - logits.max())
-    return p / p.sum()
 
 
 def _temper(p: np.ndarray, temperature: float) -> np.ndarray:
@@ -143,13 +157,26 @@ def _temper(p: np.ndarray, temperature: float) -> np.ndarray:
 
 
 class ProgramAnalysisWorldModel:
-    """Static-analysis world model; see the module docstring. Frozen: it has no parameters to train."""
+    """Static-analysis world model; see the module docstring. Frozen: it has no parameters to train.
+
+    Args:
+        temperature: sampling temperature of every verdict (0: the most likely one).
+        seed: seed of the sampling stream.
+        time_limit_s: the sandbox's execution budget the compute check predicts against.
+        startup_s: seconds before the script's first line runs (:data:`COLD_STARTUP_S`, :data:`WARM_STARTUP_S`).
+        profile: ``paper`` (default to pass: optimistic, ranks within a task) or ``pessimistic``
+            (the original model); see the module docstring.
+    """
 
     def __init__(self, temperature: float = 0.7, seed: int = 0, time_limit_s: float = 60.0,
-                 startup_s: float = COLD_STARTUP_S):
+                 startup_s: float = COLD_STARTUP_S, profile: Literal["paper", "pessimistic"] = "paper"):
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}; 'paper' is the paper's "
+                             "default-to-pass world model, 'pessimistic' the original program analysis")
         self.temperature, self.time_limit_s, self.startup_s = float(temperature), float(time_limit_s), float(startup_s)
+        self.profile = profile
         self.rng = np.random.default_rng(seed)
 
     @classmethod
@@ -164,6 +191,9 @@ class ProgramAnalysisWorldModel:
         self.rng = np.random.default_rng(seed)
 
     def _budget_p(self, seconds: float) -> float:
+        if self.profile == "paper":  # a timeout only when clearly over: a coin flip at BUDGET_MARGIN x the limit
+            return 1.0 / (1.0 + math.exp(-(math.log(seconds) - math.log(BUDGET_MARGIN * self.time_limit_s))
+                                         / BUDGET_WIDTH))
         # Log-scale uncertainty: at the limit a coin flip, at 3x the limit ~90% sure of a timeout.
         return 1.0 / (1.0 + math.exp(-(math.log(seconds) - math.log(self.time_limit_s)) / 0.5))
 
@@ -177,23 +207,51 @@ class ProgramAnalysisWorldModel:
         verdicts = []
         for i, check in enumerate(CHECKS):
             if check == "quality":
-                probs = _temper(_quality(task, facts), self.temperature)
-                bucket = QUALITY_BUCKETS[min(int(np.searchsorted(np.cumsum(probs), u[i])), len(probs) - 1)]
-                verdicts.append({"check": check, "verdict": "pass", "quality_bucket": bucket,
-                                 "confidence": float(probs.max()), "reason": f"estimated run time {seconds:.1f}s",
-                                 "error_type": None, "error_line": None, "env_feedback": None})
-                continue
-            found = [f for f in facts.findings if f.check == check]
-            if check == "compute_budget":
+                verdicts.append(self._quality(task, code, facts, seconds, u[i]))
+            elif check == "compute_budget":
                 verdicts.append(self._verdict(check, self._budget_p(seconds), "TimeoutError", None,
                                               f"estimated {seconds:.0f}s against a {self.time_limit_s:.0f}s limit", u[i]))
-                continue
-            worst = max(found, key=lambda f: (f.p_fail, -f.line)) if found else None
-            first = min((f for f in found if f.p_fail >= 0.5), key=lambda f: f.line, default=worst)
-            verdicts.append(self._verdict(check, first.p_fail if first else 0.02, first.error_type if first else None,
-                                          first.line if first else None, first.reason if first else "no problem found",
-                                          u[i]))
+            else:
+                verdicts.append(self._check(check, [f for f in facts.findings if f.check == check], u[i]))
         return aggregate(verdicts)
+
+    def _check(self, check, found, u) -> dict:
+        """One crash or submission check from its findings, under the model's profile."""
+        if self.profile == "paper":  # DEFAULT TO PASS: fail only on a certain finding, the first one a run meets
+            first = min((f for f in found if f.p_fail >= CERTAIN), key=lambda f: f.line, default=None)
+            if first is None:
+                doubts = "; ".join(f"line {f.line}: {f.reason} (p={f.p_fail:.2f})" for f in found)
+                return self._verdict(check, PAPER_PASS_P, None, None,
+                                     "nothing certain" + (f"; not certain enough to fail: {doubts}" if doubts else ""),
+                                     u)
+            return self._verdict(check, first.p_fail, first.error_type, first.line, first.reason, u)
+        worst = max(found, key=lambda f: (f.p_fail, -f.line)) if found else None
+        first = min((f for f in found if f.p_fail >= 0.5), key=lambda f: f.line, default=worst)
+        return self._verdict(check, first.p_fail if first else PASS_P, first.error_type if first else None,
+                             first.line if first else None, first.reason if first else "no problem found", u)
+
+    def quality_distribution(self, task, code: str) -> np.ndarray:
+        """The quality check's bucket probabilities for ``code`` (``QUALITY_BUCKETS`` order), at the model's
+        temperature, before sampling; the gate's code has none (an error)."""
+        if gate(code) is not None:
+            raise ValueError("code that is empty or does not compile gets no quality bucket (the gate scores it 0)")
+        return self._bucket_probs(task, code, analyse(task, code))
+
+    def _bucket_probs(self, task, code: str, facts: Facts) -> np.ndarray:
+        if self.profile == "paper":
+            expected = traits_expected(task, script_traits(task, code, facts))
+        else:
+            expected = prior_expected(task, facts)
+        return _temper(bucket_distribution(expected), self.temperature)
+
+    def _quality(self, task, code, facts: Facts, seconds: float, u) -> dict:
+        """The quality check always passes; its bucket is sampled around the profile's expected score."""
+        probs = self._bucket_probs(task, code, facts)
+        bucket = QUALITY_BUCKETS[min(int(np.searchsorted(np.cumsum(probs), u)), len(probs) - 1)]
+        reason = (f"expected a {bucket} score from the script's model, features and preprocessing"
+                  if self.profile == "paper" else f"estimated run time {seconds:.1f}s")
+        return {"check": "quality", "verdict": "pass", "quality_bucket": bucket, "confidence": float(probs.max()),
+                "reason": reason, "error_type": None, "error_line": None, "env_feedback": None}
 
     def _verdict(self, check, p_fail, error_type, line, reason, u) -> dict:
         q = _temper(np.array([p_fail, 1.0 - p_fail]), self.temperature)[0]
