@@ -186,6 +186,10 @@ class WorldModelConfig:
     model: str | None = None
     base_url: str | None = None  # ``openai`` backend only: e.g. http://127.0.0.1:8000/v1
     temperature: float = 0.7  # the world model samples its verdicts (paper: T = 0.7)
+    #: program-analysis world model's error profile: ``paper`` defaults to pass unless a check finds
+    #: a certain defect (optimistic, like the paper's DEFAULT-TO-PASS LLM world model);
+    #: ``pessimistic`` fails on suspicions too (this project's earlier default, kept for comparison)
+    profile: Literal["paper", "pessimistic"] = "paper"
 
     def __post_init__(self):
         check_section(self)

@@ -40,7 +40,8 @@ def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str
     world model is the frozen initial policy).
     """
     if cfg.kind == "static":
-        return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed)
+        return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed,
+                                                     profile=cfg.profile)
     return LLMWorldModel(TransformersBackend(), temperature=cfg.temperature, seed=seed,
                          time_limit_s=sandbox.facts.cpu_budget_s)
 

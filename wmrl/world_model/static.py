@@ -180,11 +180,13 @@ class ProgramAnalysisWorldModel:
         self.rng = np.random.default_rng(seed)
 
     @classmethod
-    def for_sandbox(cls, sandbox, temperature: float = 0.7, seed: int = 0) -> ProgramAnalysisWorldModel:
+    def for_sandbox(cls, sandbox, temperature: float = 0.7, seed: int = 0,
+                    profile: str = "paper") -> ProgramAnalysisWorldModel:
         """A model told the facts of the sandbox it predicts (``sandbox.facts``): its CPU budget and how
         its scripts start."""
         facts = sandbox.facts
-        return cls(temperature, seed, facts.cpu_budget_s, WARM_STARTUP_S if facts.warm_start else COLD_STARTUP_S)
+        return cls(temperature, seed, facts.cpu_budget_s, WARM_STARTUP_S if facts.warm_start else COLD_STARTUP_S,
+                   profile=profile)
 
     def reseed(self, seed) -> None:
         """Restart the sampling stream (the trainer reseeds per step so a resumed run replays it)."""
