@@ -95,15 +95,30 @@ class AgentPolicy(nn.Module):
         return self.context(torch.cat([task_feat, feedback, prev_choices], dim=1))
 
     @torch.no_grad()
-    def sample(self, task_feat, feedback, prev_choices, mask, generator: torch.Generator, temperature: float = 1.0):
-        """Sample one decision per slot for each row; returns ``(B, K)`` option indices."""
+    def sample(self, task_feat, feedback, prev_choices, mask, uniforms, temperature: float = 1.0):
+        """Sample one decision per slot for each row; returns ``(B, K)`` option indices.
+
+        ``uniforms`` is ``(B, K)`` numbers in [0, 1), one per row and slot, turned into a decision by
+        the inverse of the slot's cumulative distribution. A row's decisions depend on its own
+        numbers only (not on the batch around it), so two policies given the same numbers make the
+        same decision wherever their distributions agree: common random numbers, which pair the
+        arms of a seed (:func:`wmrl.trainer.rollout.row_uniforms`).
+        """
+        u = torch.as_tensor(uniforms, dtype=torch.float64)
+        if u.shape != (task_feat.shape[0], len(self.slot_sizes)):
+            raise ValueError(f"uniforms must be (rows, slots) = {(task_feat.shape[0], len(self.slot_sizes))}, "
+                             f"got {tuple(u.shape)}")
         c = self._context(task_feat, feedback, prev_choices)
         onehot = torch.zeros(c.shape[0], self.n_choices)
+        rows = torch.arange(c.shape[0])
         picks = []
         for k in range(len(self.slot_sizes)):
-            probs = torch.softmax(self._logits(c, onehot, k, mask) / temperature, dim=1)
-            a = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-            onehot[torch.arange(c.shape[0]), self.offsets[k] + a] = 1.0
+            probs = torch.softmax(self._logits(c, onehot, k, mask) / temperature, dim=1).double()
+            cdf = probs.cumsum(dim=1)
+            a = torch.searchsorted(cdf, (u[:, k] * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
+            last = probs.shape[1] - 1 - torch.argmax((probs.flip(1) > 0).int(), dim=1)  # highest allowed option
+            a = torch.minimum(a, last)  # u * total can round onto the last step of the cdf
+            onehot[rows, self.offsets[k] + a] = 1.0
             picks.append(a)
         return torch.stack(picks, dim=1)
 

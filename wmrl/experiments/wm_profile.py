@@ -168,8 +168,7 @@ def policy_items(policy, tasks, per_task: int, max_turns: int, sandbox, seed: in
     real feedback between turns) with their real results: ``(items, results, groups)``."""
     n = len(tasks)
     scorer = Scorer(sandbox, None, ComputeLedger(), memo=None, workers=workers)
-    gen = torch.Generator().manual_seed(seed)
-    groups = rollout(policy, list(tasks), np.ones(n, bool), np.zeros(n, bool), per_task, max_turns, scorer, gen,
+    groups = rollout(policy, list(tasks), np.ones(n, bool), np.zeros(n, bool), per_task, max_turns, scorer, (seed,),
                      temperature)
     turns = [(tr.task, turn) for grp in groups for tr in grp for turn in tr.turns]
     return [(t, x.code) for t, x in turns], [x.real for _, x in turns], [t.name for t, _ in turns]

@@ -39,11 +39,19 @@ def make_policy(seed: int, task_dim: int) -> AgentPolicy:
     return AgentPolicy([len(s.options) for s in grammar.SLOTS], task_dim, priors=prior_probabilities())
 
 
+#: sampling keys: training draws (seed, TRAIN_STREAM, step, ...), evaluation draws (seed, EVAL_STREAM, ...)
+TRAIN_STREAM, EVAL_STREAM = 0, 1
+
+
 def evaluate(policy, tasks, samples: int, max_turns: int, scorer: Scorer, seed: int, step: int) -> list[dict]:
-    """avg@k held-out leaderboard percentile per task, with real execution and real feedback."""
-    gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + step)  # never touches training RNGs
+    """avg@k held-out leaderboard percentile per task, with real execution and real feedback.
+
+    Sample ``j`` of task ``t`` draws the same numbers at every evaluation of every arm of a seed
+    (:func:`~wmrl.trainer.rollout.row_uniforms`): the arms' evaluations are paired draw by draw.
+    """
     n = len(tasks)
-    groups = rollout(policy, list(tasks), np.ones(n, bool), np.zeros(n, bool), samples, max_turns, scorer, gen)
+    groups = rollout(policy, list(tasks), np.ones(n, bool), np.zeros(n, bool), samples, max_turns, scorer,
+                     (int(seed), EVAL_STREAM))
     rows = []
     for task, grp in zip(tasks, groups):
         rows.append({"step": step, "task": task.name, "category": task.category,
@@ -69,7 +77,6 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
     scorer = Scorer(sandbox, wm, ledger, db, cfg.sandbox.workers)
     eval_scorer = Scorer(sandbox, None, eval_ledger, db, cfg.sandbox.workers)
     learner = GRPOLearner(cfg, make_policy(cfg.seed, len(grammar.task_features(train_tasks[0]))))
-    gen = torch.Generator().manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     state = {"step": 0, "steps": [], "evals": [], "pairs": [], "wall_s": 0.0}
     ckpt = out / "checkpoint.pt"
@@ -78,7 +85,6 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
         if saved["config"] != cfg.to_dict():
             raise RuntimeError(f"{ckpt} was written with another config; delete it or pass the same settings")
         learner.load_state_dict(saved["learner"])
-        gen.set_state(saved["gen"])
         rng.bit_generator.state = saved["rng"]
         ledger.load_state_dict(saved["ledger"])
         eval_ledger.load_state_dict(saved["eval_ledger"])
@@ -91,7 +97,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
         tasks = [train_tasks[i] for i in rng.choice(len(train_tasks), size=routing.n_groups)]
         if wm is not None and hasattr(wm, "reseed"):
             wm.reseed([cfg.seed, step])  # the world model's sampling depends on (seed, step) only: resumable
-        log = learner.step(tasks, routing.executed, routing.predicted, scorer, gen)
+        log = learner.step(tasks, routing.executed, routing.predicted, scorer, (cfg.seed, TRAIN_STREAM, step))
         ledger.end_step()
         pairs = log.pop("pairs", None)
         if pairs:
@@ -106,7 +112,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
         state["wall_s"] += time.perf_counter() - t_step
         if state["step"] % t.checkpoint_every == 0 or state["step"] == t.steps:
             with atomic_path(ckpt) as tmp:
-                torch.save({"config": cfg.to_dict(), "learner": learner.state_dict(), "gen": gen.get_state(),
+                torch.save({"config": cfg.to_dict(), "learner": learner.state_dict(),
                             "rng": rng.bit_generator.state, "ledger": ledger.state_dict(),
                             "eval_ledger": eval_ledger.state_dict(), "state": state}, tmp)
     if not any(r["step"] == t.steps for r in state["evals"]):

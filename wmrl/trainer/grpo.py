@@ -41,11 +41,10 @@ class GRPOLearner:
         self.wmrl = WMRLStep(cfg.arm, cfg.method, cfg.train.groups_per_step, cfg.train.group_size, seed=cfg.seed,
                              std_normalize=cfg.train.std_normalize)
 
-    def step(self, tasks: list, executed: np.ndarray, predicted: np.ndarray, scorer: Scorer,
-             generator: torch.Generator) -> dict:
-        """Roll out one group per task, then learn from it; returns the step's log."""
+    def step(self, tasks: list, executed: np.ndarray, predicted: np.ndarray, scorer: Scorer, key: tuple) -> dict:
+        """Roll out one group per task (sampling key ``key``), then learn from it; returns the step's log."""
         t = self.cfg.train
-        groups = rollout(self.policy, tasks, executed, predicted, t.group_size, t.max_turns, scorer, generator,
+        groups = rollout(self.policy, tasks, executed, predicted, t.group_size, t.max_turns, scorer, key,
                          t.temperature)
         with scorer.ledger.time("update"):
             return self._learn(groups, executed)

@@ -29,7 +29,7 @@ from wmrl.ledger import ComputeLedger
 from wmrl.reward import ladder_reward, trajectory_reward
 from wmrl.sandbox import ExecutionResult
 
-__all__ = ["Scorer", "Trajectory", "Turn", "rollout"]
+__all__ = ["Scorer", "Trajectory", "Turn", "rollout", "row_uniforms"]
 
 
 @dataclass
@@ -112,6 +112,18 @@ class Scorer:
             return self.world_model.predict_many(items)
 
 
+def row_uniforms(key: tuple[int, ...], rows: list[tuple[int, int]], turn: int, slots: int) -> np.ndarray:
+    """``(len(rows), slots)`` uniforms for the trajectories ``rows`` = ``[(group, member), ...]`` at ``turn``.
+
+    Each trajectory's numbers come from its own stream, seeded by ``(*key, group, member, turn)``:
+    they do not depend on which other trajectories are sampled with it, so the arms of a seed, which
+    share ``key``, draw the same numbers for the same group and member (common random numbers: a
+    difference between two arms is then a difference of their policies, not of their luck).
+    """
+    return np.stack([np.random.default_rng([*key, g, i, turn]).random(slots) for g, i in rows]) if rows else \
+        np.zeros((0, slots))
+
+
 def rollout(
     policy: AgentPolicy,
     tasks: list,
@@ -120,18 +132,20 @@ def rollout(
     group_size: int,
     max_turns: int,
     scorer: Scorer,
-    generator: torch.Generator,
+    key: tuple[int, ...],
     temperature: float = 1.0,
 ) -> list[list[Trajectory]]:
     """Roll out one group of ``group_size`` trajectories per task.
 
     ``executed[g]``: group ``g`` runs in the sandbox (its feedback is real).
     ``predicted[g]``: the world model scores group ``g`` (its feedback is predicted unless executed).
+    ``key``: the sampling key (e.g. ``(seed, step)``); see :func:`row_uniforms`.
     A trajectory ends at its first turn whose feedback says ``ok``, or after ``max_turns``.
     """
     K = len(grammar.SLOTS)
     groups = [[Trajectory(task, g, bool(executed[g])) for _ in range(group_size)] for g, task in enumerate(tasks)]
     flat = [tr for grp in groups for tr in grp]
+    members = [i for grp in groups for i in range(len(grp))]
     active = list(range(len(flat)))
     feats = {id(t): torch.as_tensor(grammar.task_features(t), dtype=torch.float32) for t in tasks}
     masks = {id(t): torch.as_tensor(np.concatenate(grammar.option_mask(t)), dtype=torch.bool) for t in tasks}
@@ -146,7 +160,7 @@ def rollout(
                 torch.as_tensor(np.stack([prev[i][1] for i in active])),
                 torch.as_tensor(np.stack([prev[i][0] for i in active])),
                 torch.stack([masks[id(t.task)] for t in tr]),
-                generator, temperature,
+                row_uniforms(key, [(t.group, members[i]) for t, i in zip(tr, active)], _turn, K), temperature,
             ).numpy()
             turns = []
             for row, i in enumerate(active):
