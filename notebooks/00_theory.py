@@ -19,9 +19,9 @@
 # WMRL's guarantees are statements about a stochastic gradient method whose rewards come partly
 # from a biased, noisy world model. This notebook checks each of them on a synthetic problem
 # small enough that every quantity (the true rewards, the world model's bias, the optimal policy,
-# the gradient variances) is known exactly, using the package's real core modules
-# (`group_advantages`, `AnchorScheduler`, `OnlineDebiaser`, `InverseVarianceWeighter`,
-# `fused_group_weights`), so this notebook is also their integration test.
+# the gradient variances) is known exactly, using the package's real method: the WMRL step object
+# (`WMRLStep`: anchor routing, `OnlineDebiaser`, `InverseVarianceWeighter`, `fused_group_weights`)
+# that every trainer calls, so this notebook is also its integration test.
 #
 # Each section follows the same rhythm: **the equation → the lines that implement it → a check**.
 #
@@ -41,11 +41,11 @@
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": redraw from RESULTS_DIR; "train": rerun the simulations and write RESULTS_DIR
-PRESET = "small"  # a file in params/: "smoke" (seconds) or "small" (about a minute)
+PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (seconds) or "small" (about a minute)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-# This notebook's keys; None takes the value from params/<PRESET>.yaml (documented there).
+# This notebook's keys; None takes the value from the preset (wmrl/presets.py, documented there).
 THEORY_K = None
 THEORY_GAMMAS = None
 THEORY_HORIZON = None
@@ -75,9 +75,10 @@ from scipy.special import logsumexp, ndtri, softmax
 from tqdm import tqdm  # text bars: no ipywidgets needed
 
 from wmrl.advantage import group_advantages
-from wmrl.anchor import AnchorScheduler
 from wmrl.calibration import OnlineDebiaser
+from wmrl.config import MethodConfig
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
+from wmrl.step import WMRLStep
 
 SUB = "theory"
 nb.use_style()
@@ -184,6 +185,8 @@ assert np.abs(est - exact).max() < 0.1 * np.abs(exact).max()
 # world-model scores $\hat r = s_a + \sigma_{WM}\xi$ with $s = \phi(r)$ (or a "hacked" $s$, section 7).
 #
 # - `grpo`: every group really executed; `wm`: every group scored by the world model, uncorrected;
+# The method is the package's `WMRLStep` (`wmrl/step.py`, Algorithm 1), exactly as the trainers use it:
+#
 # - `mix`: one anchor group a step (`AnchorScheduler`, $\max(1, \mathrm{round}(0.1\cdot 8))$) with real
 #   rewards, the rest raw world-model scores, uniform weights;
 # - `od`: as `mix` but world-model scores pass through the isotonic map $\hat f$ fitted on the anchor
@@ -199,6 +202,9 @@ assert np.abs(est - exact).max() < 0.1 * np.abs(exact).max()
 # %%
 XI_NODES = ndtri((np.arange(41) + 0.5) / 41)  # quadrature nodes of N(0, 1)
 ARMS = ("grpo", "wm", "mix", "od", "wmrl")
+# The paper's schedule: OD's identity until 200 pairs, refit every 64; eta^2 over 16 anchor groups,
+# eta^2_cal after 48 (OD's first fit at 25 groups, plus a full window).
+METHOD = MethodConfig(od_min_pairs=200, od_refit_every=64, ivd_warmup_groups=48, ivd_window=16)
 
 
 def reward_bias(calib, s, pi):
@@ -211,36 +217,28 @@ def train(arm, gamma, steps, seed, s_late=None, late_from=0, record_every=10):
     """Run one arm; return (curve DataFrame, final per-arm bias of the world-model rewards).
 
     The world model scores phi(r), or `s_late` from step `late_from` on (a world model that goes wrong).
+    The method is the package's own `WMRLStep` (routing, OD, the eta^2 audit, IVD weights).
     """
     rng = np.random.default_rng(seed)
     theta = np.zeros(K)
-    sched = AnchorScheduler(fraction=0.1, min_per_step=1, seed=seed)
-    od = OnlineDebiaser(min_pairs=200, refit_every=64)
-    ivd = InverseVarianceWeighter(warmup_groups=48, window=16)  # OD's first fit (25 groups) + a full window
-    calibrate = od.transform if arm in ("od", "wmrl") else (lambda x: np.asarray(x, float))
+    step = WMRLStep(arm, METHOD, G, N, seed=seed)
+    calibrate = step.debiaser.transform if step.arm.od else (lambda x: np.asarray(x, float))
     rows = []
     for t in range(steps + 1):
         pi = softmax(theta)
         s = phi(R) if s_late is None or t < late_from else s_late
+        route = step.route()
         arms = sample_arms(rng, pi, (G, N))
         real = R[arms] + SIGMA_E * rng.standard_normal((G, N))
         wm = s[arms] + SIGMA_WM * rng.standard_normal((G, N))
-        is_anchor = np.zeros(G, bool)
-        if arm == "grpo":
-            is_anchor[:] = True
-        elif arm != "wm":
-            is_anchor[sched.select(G)] = True
-            if arm in ("od", "wmrl"):
-                od.push_many(wm[is_anchor].ravel(), real[is_anchor].ravel())
-            for k in np.flatnonzero(is_anchor):
-                ivd.observe(calibrate(wm[k]), real[k])  # the eta^2 audit runs in every anchored arm
-        rewards = np.where(is_anchor[:, None], real, calibrate(wm))
-        w = fused_group_weights(is_anchor, ivd.rho if arm == "wmrl" else 1.0)
+        out = step(np.where(route.executed[:, None], real, np.nan), np.where(route.predicted[:, None], wm, np.nan),
+                   route.executed)
         if t % record_every == 0:
             b = np.zeros(K) if arm == "grpo" else reward_bias(calibrate, s, pi)
-            rows.append({"step": t, "gap": gap(pi), "eta2": ivd.eta2, "rho": ivd.rho,
-                         "bias2": pi @ b**2, "pi_best": pi[-1], "pairs": od.n_pairs})
-        theta += gamma * (w @ group_grads(arms, rewards, pi) + TAU * entropy_grad(pi))
+            # eta^2 and rho of the audit, which runs in every arm with anchors (rho weights only wmrl's gradient)
+            rows.append({"step": t, "gap": gap(pi), "eta2": step.ivd.eta2, "rho": step.ivd.rho,
+                         "bias2": pi @ b**2, "pi_best": pi[-1], "pairs": step.debiaser.n_pairs})
+        theta += gamma * (out.weights @ group_grads(arms, out.rewards, pi) + TAU * entropy_grad(pi))
     curve = pd.DataFrame(rows).assign(arm=arm, gamma=gamma, seed=seed)
     return curve, reward_bias(calibrate, s, softmax(theta))
 

@@ -42,15 +42,15 @@
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
-PRESET = "small"  # a file in params/: "smoke" (minutes) or "small" (the reproduction)
+PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-ABLATION_ARMS = None  # None: params/<PRESET>.yaml (grpo, mix, ivd, od, wmrl)
+ABLATION_ARMS = None  # None: the preset's (grpo, mix, ivd, od, wmrl)
 
 # %%
 from wmrl.experiments import notebook as nb
-from wmrl.trainer.config import ARMS
+from wmrl.arms import ARMS
 
 cfg = nb.check_params(globals(), notebook="02_ablations", keys=["ABLATION_ARMS"], results_subdir=f"train/{PRESET}",
                       choices={"ABLATION_ARMS": ARMS})

@@ -34,15 +34,15 @@
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
-PRESET = "small"  # a file in params/: "smoke" (minutes) or "small" (the reproduction)
+PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-ANCHOR_ARMS = None  # None: params/<PRESET>.yaml (grpo, anchor_only, wmrl)
+ANCHOR_ARMS = None  # None: the preset's (grpo, anchor_only, wmrl)
 
 # %%
 from wmrl.experiments import notebook as nb
-from wmrl.trainer.config import ARMS
+from wmrl.arms import ARMS
 
 cfg = nb.check_params(globals(), notebook="03_anchor_only", keys=["ANCHOR_ARMS"], results_subdir=f"train/{PRESET}",
                       choices={"ANCHOR_ARMS": ARMS})

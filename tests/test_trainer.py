@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
+from wmrl.arms import ARMS, get_arm
 from wmrl.experiments.__main__ import main as cli
-from wmrl.experiments.run import make_config, run_arm
-from wmrl.trainer.config import ARMS, TrainConfig, arm_switches
+from wmrl.experiments.run import run_arm
+from wmrl.presets import run_config
 from wmrl.trainer.grpo import GRPOLearner
 
 
@@ -28,7 +29,7 @@ def test_every_arm_runs_at_the_smoke_preset_and_writes_its_results(arm, pool, tm
     assert 0.0 <= summary["heldout"]["avg"] <= 1.0
     steps = pd.read_parquet(tmp_path / "steps.parquet")
     ledger = pd.read_parquet(tmp_path / "ledger.parquet")
-    sw = arm_switches(arm)
+    sw = get_arm(arm)
     assert len(steps) == (2 if sw.train else 0)
     if not sw.train:
         return
@@ -37,8 +38,9 @@ def test_every_arm_runs_at_the_smoke_preset_and_writes_its_results(arm, pool, tm
     assert (predicted > 0) == sw.world_model
     assert (executed > 0) == (sw.anchors or not sw.world_model)
     assert np.all(steps.rho >= 1.0) and np.all(steps.rho <= 4.0)
-    if not sw.ivd:
-        assert np.all(steps.rho == 1.0)
+    # the smoke preset warms both corrections up inside two steps, so these assertions can fail
+    assert (steps.od_refits.iloc[-1] > 0) == sw.od
+    assert (steps.rho.iloc[-1] > 1.0) == sw.ivd
 
 
 def test_memo_hits_are_charged_the_cost_of_the_run_they_reuse(pool, tmp_path, memo_path):
@@ -50,7 +52,7 @@ def test_memo_hits_are_charged_the_cost_of_the_run_they_reuse(pool, tmp_path, me
 
 
 def test_a_run_killed_midway_resumes_to_the_same_end_as_an_uninterrupted_run(pool, tmp_path, memo_path, monkeypatch):
-    kw = {"pool": pool, "memo_path": memo_path, "progress": False, "steps": 3}
+    kw = {"pool": pool, "memo_path": memo_path, "progress": False, "overrides": {"train.steps": 3}}
     clean = run_arm("wmrl", "smoke", seed=1, out=tmp_path / "clean", **kw)
     real_step = GRPOLearner.step
     calls = {"n": 0}
@@ -76,30 +78,19 @@ def test_a_run_killed_midway_resumes_to_the_same_end_as_an_uninterrupted_run(poo
 
 
 def test_the_cli_runs_an_arm_and_prints_its_headline(pool, tmp_path, memo_path, capsys, monkeypatch):
-    monkeypatch.setattr("wmrl.experiments.run.RESULTS", tmp_path)
+    monkeypatch.setattr("wmrl.trainer.runs.RESULTS", tmp_path)
     assert cli(["run", "--arm", "wm", "--preset", "smoke", "--seed", "2", "--out", str(tmp_path / "cli")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["arm"] == "wm" and "avg" in out["heldout"]
 
 
-def test_bad_arms_presets_and_fields_fail_with_a_message_naming_the_choices():
-    with pytest.raises(ValueError, match="choose one of untrained"):
-        make_config("bogus")
-    with pytest.raises(ValueError, match="choose one of smoke"):
-        make_config("grpo", preset="huge")
-    with pytest.raises(ValueError, match="unknown config field"):
-        TrainConfig.from_dict({"arm": "grpo", "learning_rate": 1.0})
-    with pytest.raises(SystemExit):
-        cli(["run", "--arm", "bogus"])
-
-
-def test_plan_executes_every_group_for_grpo_none_for_wm_and_one_for_wmrl():
+def test_routing_executes_every_group_for_grpo_none_for_wm_and_one_for_wmrl():
     for arm, n_exec in (("grpo", 8), ("wm", 0), ("wmrl", 1), ("anchor_only", 1)):
-        learner = GRPOLearner(make_config(arm, "small"), policy=torch.nn.Linear(1, 1))
-        n, executed, predicted = learner.plan()
-        assert executed.sum() == n_exec, arm
-        assert n == (1 if arm == "anchor_only" else 8)
-        assert predicted.sum() == (0 if arm in ("grpo", "anchor_only") else n), arm
+        learner = GRPOLearner(run_config(arm, "small"), policy=torch.nn.Linear(1, 1))
+        routing = learner.wmrl.route()
+        assert routing.executed.sum() == n_exec, arm
+        assert routing.n_groups == (1 if arm == "anchor_only" else 8)
+        assert routing.predicted.sum() == (0 if arm in ("grpo", "anchor_only") else routing.n_groups), arm
 
 
 def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_their_worker_count(
@@ -112,7 +103,7 @@ def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_th
     real_run_arm = collect.run_arm
 
     def recording_run_arm(arm, preset, seed, out, **kw):
-        trained.append(kw.get("workers"))
+        trained.append(kw["overrides"].get("sandbox.workers"))
         return real_run_arm(arm, preset, seed, out, **kw)
 
     monkeypatch.setattr(collect, "run_arm", recording_run_arm)
@@ -120,8 +111,10 @@ def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_th
     cores = os.cpu_count() or 1
     assert trained == [cores]  # one run at a time: it gets every core, one solution per core
     stored = json.loads((tmp_path / "train/smoke/untrained/seed0/summary.json").read_text())["provenance"]["config"]
-    assert stored["workers"] == cores and len(runs) == 1
+    assert stored["sandbox"]["workers"] == cores and len(runs) == 1
     collect.ensure_runs(["untrained"], [0], "smoke", results=tmp_path, progress=False, jobs=cores + 1)
     assert trained == [cores]  # same experiment, other scheduling: reused, not retrained
-    assert make_config("grpo", "small", workers=1).identity() == make_config("grpo", "small", workers=8).identity()
-    assert make_config("grpo", "small").identity() != make_config("grpo", "small", timeout_s=9.0).identity()
+    one, eight = ({"sandbox.workers": w} for w in (1, 8))
+    assert run_config("grpo", "small", overrides=one).identity() == run_config("grpo", "small", overrides=eight).identity()
+    assert run_config("grpo", "small").identity() != run_config(
+        "grpo", "small", overrides={"sandbox.timeout_s": 9.0}).identity()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.experiments.run import RESULTS
+from wmrl.trainer.runs import RESULTS
 
 __all__ = ["cost_goals", "main"]
 

@@ -23,26 +23,21 @@ import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
 
-from wmrl.experiments.run import RESULTS, make_config, run_arm
-from wmrl.trainer.config import SCHEDULING_FIELDS, experiment_identity
+from wmrl.config import SCHEDULING_FIELDS, experiment_identity
+from wmrl.experiments.run import run_arm
+from wmrl.presets import run_config
+from wmrl.trainer.runs import RESULTS, run_dir, run_label
 
 __all__ = ["ensure_runs", "load_runs", "load_table", "mean_ci"]
 
 
-def _label(arm: str, tag: str | None) -> str:
-    return arm if tag is None else f"{arm}~{tag}"
-
-
-def _run_dir(results: Path, preset: str, arm: str, seed: int, tag: str | None = None) -> Path:
-    return Path(results) / "train" / preset / _label(arm, tag) / f"seed{seed}"
-
-
 def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULTS, progress: bool = True,
-                tag: str | None = None, jobs: int | None = None, **overrides) -> pd.DataFrame:
+                tag: str | None = None, jobs: int | None = None, overrides: dict | None = None) -> pd.DataFrame:
     """Train every missing (arm, seed) of ``preset``; return :func:`load_runs` of them.
 
-    ``overrides`` are :class:`~wmrl.trainer.config.TrainConfig` fields; they need a ``tag`` (the
-    name of the variant) so that their runs live apart from the default ones.
+    ``overrides`` are dotted :class:`~wmrl.config.RunConfig` fields (``{"method.anchor_fraction":
+    0.25}``); they need a ``tag`` (the name of the variant) so that their runs live apart from the
+    default ones.
 
     ``jobs`` runs train in parallel processes (default ``$WMRL_JOBS``, else 1), each with
     ``cores // jobs`` sandbox workers, so that no more solutions run at once than there are cores:
@@ -53,9 +48,10 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
     jobs finish a campaign a little sooner, since a run's own work (generation, world model,
     update) then overlaps the other's executions. Runs are independent (their own seeds and RNGs)
     and share only the execution memo, which is safe for concurrent writers.
-    ``workers`` is a scheduling field (:data:`~wmrl.trainer.config.SCHEDULING_FIELDS`): a run is
+    ``sandbox.workers`` is a scheduling field (:data:`~wmrl.config.SCHEDULING_FIELDS`): a run is
     reused whatever worker count it was trained with.
     """
+    overrides = dict(overrides or {})
     if set(overrides) - set(SCHEDULING_FIELDS) and not tag:
         raise ValueError(f"runs with overrides {sorted(overrides)} need a tag, e.g. tag='my_ablation', "
                          "so they do not replace the default runs of their arm")
@@ -64,21 +60,21 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
     todo = []
     for arm in arms:
         for seed in seeds:
-            out = _run_dir(results, preset, arm, seed, tag)
+            out = run_dir(results, preset, arm, seed, tag)
             summary = out / "summary.json"
-            want = make_config(arm, preset, seed, **overrides).identity()
+            want = run_config(arm, preset, seed, overrides).identity()
             stored = json.loads(summary.read_text())["provenance"]["config"] if summary.exists() else None
             if stored is None or experiment_identity(stored) != want:
                 todo.append((arm, seed, out))
     jobs = max(1, min(int(jobs or os.environ.get("WMRL_JOBS", "1")), len(todo)))
-    overrides.setdefault("workers", max(1, (os.cpu_count() or 1) // jobs))
+    overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
     if jobs == 1:
         for arm, seed, out in todo:
-            run_arm(arm, preset, seed, out, progress=progress, **overrides)
+            run_arm(arm, preset, seed, out, overrides=overrides, progress=progress)
     else:
         ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch or sandbox state
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(run_arm, arm, preset, seed, out, progress=False, **overrides): (arm, seed)
+            futures = {pool.submit(run_arm, arm, preset, seed, out, overrides=overrides, progress=False): (arm, seed)
                        for arm, seed, out in todo}
             for fut in tqdm(as_completed(futures), total=len(futures), desc=f"training {preset} runs",
                             disable=not progress):
@@ -97,11 +93,11 @@ def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, s
     rows = []
     for summary in sorted(root.glob("*/seed*/summary.json")):
         s = json.loads(summary.read_text())
-        if summary.parent.parent.name != _label(s["arm"], tag):
+        if summary.parent.parent.name != run_label(s["arm"], tag):
             continue
         if (arms is not None and s["arm"] not in arms) or (seeds is not None and s["seed"] not in seeds):
             continue
-        row = {"arm": _label(s["arm"], tag), "seed": s["seed"], "avg": s["heldout"]["avg"], "dir": str(summary.parent),
+        row = {"arm": run_label(s["arm"], tag), "seed": s["seed"], "avg": s["heldout"]["avg"], "dir": str(summary.parent),
                "git_commit": s["provenance"]["git_commit"], "date": s["provenance"]["date"]}
         row.update({f"cat_{k}": v for k, v in s["heldout"]["per_category"].items()})
         for comp, c in s["compute"].items():

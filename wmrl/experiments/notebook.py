@@ -6,8 +6,8 @@ Every experiment notebook follows the same rhythm, so that ``make reproduce`` (p
 1. A cell tagged ``parameters`` with ``MODE = "replay"``, ``PRESET = "small"``, ``SEEDS = None``,
    ``RESULTS_DIR = "../results"``, ``FIGURES_DIR = "../figures"`` and the notebook's own keys,
    prefixed by the notebook (``THEORY_STEPS``...), set to ``None``. ``None`` means "take it from
-   ``params/<PRESET>.yaml``", so ``-p PRESET smoke``, ``-f params/smoke.yaml`` and ``-p
-   THEORY_STEPS 50`` all do what they say. Paths are relative to ``notebooks/`` (papermill and
+   the preset" (the ``notebook`` block of :mod:`wmrl.presets`), so ``-p PRESET smoke`` and ``-p
+   THEORY_STEPS 50`` both do what they say. Paths are relative to ``notebooks/`` (papermill and
    nbval run with that working directory).
 2. Right after it, ``cfg = check_params(globals(), notebook=..., keys=[...], results_subdir=...)``.
    A wrong parameter fails *here*, with a message that says what to pass, instead of an
@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from wmrl.config import ConfigError
+from wmrl.presets import notebook_params, preset_names
 from wmrl.provenance import atomic_path, provenance, write_json_atomic
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "check_choice",
     "check_params",
     "ensure_kernel",
-    "load_preset",
     "load_results",
     "provenance_table",
     "save_figure",
@@ -48,8 +48,6 @@ __all__ = [
     "use_style",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
-PARAMS_DIR = REPO / "params"
 MODES = ("replay", "train")
 COMMON_KEYS = ("MODE", "PRESET", "SEEDS", "RESULTS_DIR", "FIGURES_DIR")
 
@@ -73,24 +71,8 @@ class ParameterError(ValueError):
 
 
 def available_presets() -> list[str]:
-    """Names of the presets in ``params/`` (``smoke``, ``small``, ...)."""
-    return sorted(p.stem for p in PARAMS_DIR.glob("*.yaml"))
-
-
-def load_preset(name: str) -> dict:
-    """The flat key -> value mapping of ``params/<name>.yaml``."""
-    path = PARAMS_DIR / f"{name}.yaml"
-    if not path.is_file():
-        raise ParameterError(
-            f"unknown preset {name!r}: there is no {path}. Pass PRESET as one of {available_presets()} "
-            f"(papermill: -p PRESET small)."
-        )
-    values = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(values, dict):
-        raise ParameterError(f"{path} must hold flat 'KEY: value' lines, got a {type(values).__name__}")
-    if values.get("PRESET", name) != name:
-        raise ParameterError(f"{path} says PRESET: {values['PRESET']!r}; it must match its file name {name!r}")
-    return values
+    """Names of the presets of :mod:`wmrl.presets` (``smoke``, ``small``, ...)."""
+    return preset_names()
 
 
 def check_choice(name: str, value, choices) -> None:
@@ -153,15 +135,18 @@ def check_params(
         raise ParameterError(f"the parameters cell must define {list(COMMON_KEYS)}; missing {missing}")
     check_choice("MODE", ns["MODE"], MODES)
     check_choice("PRESET", ns["PRESET"], available_presets())
-    preset = load_preset(ns["PRESET"])
+    try:
+        preset = notebook_params(ns["PRESET"])
+    except ConfigError as e:
+        raise ParameterError(str(e)) from None
     resolved = {}
     for key in ("SEEDS", *keys):
         value = ns.get(key)
         if value is None:
             if key not in preset:
                 raise ParameterError(
-                    f"{key} is None and params/{ns['PRESET']}.yaml has no {key}: add it to the preset "
-                    f"or pass it (papermill: -p {key} <value>)"
+                    f"{key} is None and preset {ns['PRESET']!r} has no {key}: add it to the preset's notebook "
+                    f"block in wmrl/presets.py or pass it (papermill: -p {key} <value>)"
                 )
             value = preset[key]
         resolved[key] = value

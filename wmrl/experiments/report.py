@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from wmrl.anchor import AnchorScheduler
+from wmrl.arms import get_arm
 from wmrl.experiments.collect import mean_ci
 from wmrl.experiments.notebook import ARM_COLORS, ParameterError
 from wmrl.experiments.paper import ANCHOR_SHARE_APPENDIX, ANCHOR_SHARE_TEXT, gpu_hours
@@ -254,17 +256,18 @@ def fit_cost_model(ledger: pd.DataFrame, value: str = "charged_s") -> pd.DataFra
 
 def stream_items(arm: str, groups: int, group_size: int, turns: float, anchor_fraction: float,
                  anchor_min: int = 1) -> dict[str, float]:
-    """Items per step and component for an arm at a training shape (the trainer's ``plan``).
+    """Items per step and component for an arm at a training shape (the step object's routing).
 
     ``turns`` is the mean number of turns per trajectory; an executed or predicted script is
     one turn of one trajectory. Anchor groups are scored by both the sandbox and the world model.
     """
-    n_anchor = min(groups, max(anchor_min, int(np.floor(anchor_fraction * groups + 0.5))))  # AnchorScheduler's rule
-    trajectories = {"grpo": groups, "anchor_only": n_anchor}.get(arm, groups) * group_size
-    executed = {"grpo": groups, "anchor_only": n_anchor, "wm": 0}.get(arm, n_anchor) * group_size
-    predicted = 0 if arm in ("grpo", "anchor_only") else groups * group_size
-    return {"generation": trajectories * turns, "world_model": predicted * turns,
-            "execution": executed * turns, "update": float(trajectories)}
+    a = get_arm(arm)
+    n_anchor = AnchorScheduler(anchor_fraction, anchor_min).n_anchors(groups)
+    sampled = n_anchor if a.anchors_only else groups
+    executed = sampled if a.executes_every_group else n_anchor if a.anchors else 0
+    predicted = groups if a.world_model else 0
+    return {"generation": sampled * group_size * turns, "world_model": predicted * group_size * turns,
+            "execution": executed * group_size * turns, "update": float(sampled * group_size)}
 
 
 def project_costs(model: pd.DataFrame, arms, groups: int, group_size: int, turns: float,

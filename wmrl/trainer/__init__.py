@@ -1,10 +1,7 @@
-"""The GRPO trainer with world-model rewards (Sec. 3 of the paper).
+"""The trainers: thin drivers of a policy and an engine around the WMRL step (:mod:`wmrl.step`).
 
-:mod:`.config` the documented configuration and the arms; :mod:`.rollout` multi-turn rollouts
-scored by the sandbox and/or the world model; :mod:`.grpo` one learning step (advantages, Online
-Debiasing, Inverse-Variance Denoising, the KL and entropy terms); :mod:`.memo` the execution memo.
+:mod:`.grammar` the grammar agent's run (train, evaluate, write); :mod:`.grpo` its policy update;
+:mod:`.rollout` multi-turn rollouts scored by the sandbox and/or the world model; :mod:`.memo` the
+execution memo; :mod:`.components` sandbox, world model and memo built from a run's config;
+:mod:`.runs` the run-folder layout every trainer writes.
 """
-
-from wmrl.trainer.config import ARMS, TrainConfig, arm_switches
-
-__all__ = ["ARMS", "TrainConfig", "arm_switches"]

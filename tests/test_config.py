@@ -1,0 +1,90 @@
+"""The configuration tree and the preset registry: every field reachable, every wrong value named."""
+
+import json
+
+import pytest
+
+from wmrl.config import ConfigError, RunConfig, apply_overrides, experiment_identity, parse_set
+from wmrl.experiments.__main__ import main as cli
+from wmrl.presets import PRESETS, get_preset, notebook_params, run_config
+
+
+def test_a_config_round_trips_through_its_dict_and_json():
+    cfg = run_config("wmrl", "small", seed=3, overrides={"method.fusion": "scale_only", "sandbox.workers": 2})
+    again = RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+    assert again == cfg and again.method.fusion == "scale_only" and again.seed == 3
+
+
+def test_every_field_is_reachable_by_its_dotted_name():
+    base = RunConfig()
+    for dotted, value in base.dotted().items():
+        if dotted in ("arm", "seed"):
+            continue
+        changed = base.with_overrides({dotted: value})
+        assert changed.dotted()[dotted] == value
+
+
+def test_a_preset_overrides_the_defaults_and_explicit_overrides_win():
+    small = run_config("grpo", "small")
+    assert small.train.steps == PRESETS["small"].run["train.steps"] and small.sandbox.timeout_s == 2.0
+    assert run_config("grpo", "small", overrides={"train.steps": 5}).train.steps == 5
+    assert run_config("untrained", "small").train.steps == 0  # an arm that never trains has no training settings
+
+
+def test_the_identity_ignores_scheduling_and_paths_but_nothing_else():
+    a = run_config("wmrl", "small", overrides={"sandbox.workers": 1, "paths.results_dir": "/a"})
+    b = run_config("wmrl", "small", overrides={"sandbox.workers": 2, "paths.results_dir": "/b"})
+    assert a.identity() == b.identity()
+    c = run_config("wmrl", "small", overrides={"method.rho_max": 3.0})
+    assert a.identity() != c.identity()
+    assert "workers" not in experiment_identity(a.to_dict())["sandbox"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"anchor_fraction": 0.2}, "did you mean method.anchor_fraction"),
+    ({"method.anchor_fracton": 0.2}, "did you mean 'anchor_fraction'"),
+    ({"metod.fusion": "x"}, "did you mean 'method'"),
+    ({"method.fusion": "both"}, r"choose one of \['normalized', 'scale_only'\]"),
+    ({"method.anchor_fraction": 1.5}, r"must be in \[0, 1\]"),
+    ({"train.steps": "ten"}, "must be an integer"),
+    ({"sandbox.memo": "yes"}, "must be true or false"),
+    ({"world_model.kind": "llm", "world_model.backend": "openai"}, "needs world_model.base_url"),
+    ({"sandbox.backend": "podman"}, "choose one of"),
+])
+def test_a_wrong_field_or_value_is_named_with_what_to_pass(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        run_config("wmrl", "small", overrides=overrides)
+
+
+def test_unknown_arms_and_presets_list_the_known_ones_and_paper_points_to_the_llm_preset():
+    with pytest.raises(ConfigError, match="choose one of untrained"):
+        run_config("bogus", "small")
+    with pytest.raises(ConfigError, match="choose one of"):
+        get_preset("huge")
+    with pytest.raises(ConfigError, match="llm-paper"):
+        run_config("wmrl", "paper")
+    with pytest.raises(ConfigError, match="is for the grammar agent"):
+        run_config("wmrl", "small", agent="llm")
+
+
+def test_set_items_parse_as_json_else_as_text_and_reject_a_missing_value():
+    assert parse_set(["method.rho_max=3", "method.fusion=scale_only", "sandbox.memo=false"]) == {
+        "method.rho_max": 3, "method.fusion": "scale_only", "sandbox.memo": False}
+    with pytest.raises(ConfigError, match="FIELD=VALUE"):
+        parse_set(["method.rho_max"])
+    assert apply_overrides({"arm": "a", "method": {"x": 1}}, {"method.x": 2})["method"]["x"] == 2
+
+
+def test_the_cli_refuses_a_bad_set_with_the_reason(capsys):
+    with pytest.raises(SystemExit):
+        cli(["run", "--arm", "wmrl", "--preset", "smoke", "--set", "anchor_fraction=0.3"])
+    assert "did you mean method.anchor_fraction" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli(["run", "--arm", "bogus"])
+
+
+def test_notebook_parameters_come_from_the_same_registry():
+    assert notebook_params("smoke")["SEEDS"] == [0]
+    params = notebook_params("small")
+    params["SEEDS"].append(99)  # a copy: callers cannot change the registry
+    assert 99 not in notebook_params("small")["SEEDS"]

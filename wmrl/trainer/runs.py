@@ -1,0 +1,89 @@
+"""The one run-folder layout, shared by every trainer: where a run lives and what it writes.
+
+A training run of any agent (grammar or LLM) writes, under
+``<results>/train/<preset>/<arm>[~<tag>]/seed<S>/``:
+
+- ``summary.json``: arm, preset, seed, final held-out Avg and per category, compute totals,
+  provenance (the whole config, seed, git commit, date, machine);
+- ``steps.parquet``: one row per training step (rewards, eta^2, rho, anchor share, fidelity, ...);
+- ``eval.parquet``: held-out avg@k per task at each evaluation step;
+- ``ledger.parquet``: seconds per step and component, actual and charged;
+- ``pairs.parquet`` and ``calibration.json``: the anchor pairs and the isotonic map's snapshots;
+- ``checkpoint.pt``: everything needed to resume (git-ignored; it exists to resume, not to report).
+
+Every file is written atomically (a temporary file renamed into place), so a run killed
+mid-write never leaves a half-written file that a notebook would read. The notebooks read grammar
+and LLM runs alike because both go through :func:`write_run`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from wmrl.ledger import ComputeLedger
+from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
+
+__all__ = ["RESULTS", "headline", "per_category", "run_dir", "run_label", "write_run"]
+
+RESULTS = REPO / "results"
+
+
+def run_label(arm: str, tag: str | None = None) -> str:
+    """The folder name of an arm's runs: ``arm``, or ``arm~tag`` for a variant (an ablation)."""
+    return arm if tag is None else f"{arm}~{tag}"
+
+
+def run_dir(results: str | Path | None, preset: str, arm: str, seed: int, tag: str | None = None) -> Path:
+    """``<results>/train/<preset>/<arm>[~<tag>]/seed<S>``; ``results`` None means the repository's."""
+    return Path(results or RESULTS) / "train" / preset / run_label(arm, tag) / f"seed{seed}"
+
+
+def per_category(tasks, k: int) -> list:
+    """The ``k`` smallest tasks of each category (all of them when ``k`` is 0)."""
+    if not k:
+        return list(tasks)
+    by_cat: dict[str, list] = {}
+    for t in sorted(tasks, key=lambda t: t.size_bytes):
+        by_cat.setdefault(t.category, []).append(t)
+    return [t for cat in sorted(by_cat) for t in by_cat[cat][:k]]
+
+
+def headline(evals: pd.DataFrame) -> dict:
+    """The paper's metric at the last evaluation: mean per category, Avg = mean of categories."""
+    last = evals[evals.step == evals.step.max()]
+    per_cat = last.groupby("category")["percentile"].mean()
+    return {"avg": float(per_cat.mean()), "per_category": per_cat.to_dict(), "step": int(last.step.iloc[0])}
+
+
+def write_run(out: Path, cfg, preset: str, *, steps: list[dict], evals: list[dict], pairs: list[dict],
+              ledger: ComputeLedger, eval_ledger: ComputeLedger, snapshots, wall_s: float, extra: dict | None = None
+              ) -> dict:
+    """Write every result file of a finished run (atomically) and return its summary.
+
+    ``cfg`` is the run's :class:`~wmrl.config.RunConfig`; ``snapshots`` the Online Debiaser's
+    :class:`~wmrl.calibration.CalibrationSnapshot` list; ``extra`` adds keys to ``summary.json``
+    (e.g. the execution memo's hits, a world model's failure counters).
+    """
+    evals_df = pd.DataFrame(evals)
+    tables = {"steps": pd.DataFrame(steps), "eval": evals_df, "ledger": ledger.to_frame(),
+              "pairs": pd.DataFrame(pairs, columns=["step", "pred", "calibrated", "true"])}
+    for name, df in tables.items():
+        with atomic_path(out / f"{name}.parquet") as tmp:
+            df.to_parquet(tmp, index=False)
+    write_json_atomic(out / "calibration.json", [
+        {"n_pairs": s.n_pairs, "n_refits": s.n_refits, "x": s.x.tolist(), "y": s.y.tolist()} for s in snapshots])
+    totals = ledger.totals()
+    eval_frame = eval_ledger.to_frame()
+    summary = {
+        "arm": cfg.arm, "preset": preset, "seed": cfg.seed, "agent": cfg.agent.kind, "heldout": headline(evals_df),
+        "compute": {c: {"actual_s": float(totals.loc[c, "actual_s"]), "charged_s": float(totals.loc[c, "charged_s"]),
+                        "count": int(totals.loc[c, "count"])} for c in totals.index},
+        "wall_s": wall_s, "steps": cfg.train.steps,
+        "eval_actual_s": float(eval_frame["actual_s"].sum()) if len(eval_frame) else 0.0,
+        **(extra or {}),
+        "provenance": provenance(cfg.to_dict(), cfg.seed),
+    }
+    write_json_atomic(out / "summary.json", summary)
+    return summary
