@@ -16,11 +16,14 @@ preset         agent    what it is for
 =============  =======  ===================================================================
 smoke          grammar  seconds per run; every code path, IVD and OD warmed up (CI)
 small          grammar  the laptop reproduction (``make reproduce``), 2 CPU cores
+llm-smoke      llm      SmolLM2-135M on CPU, two GRPO steps of every arm in about a minute each (CI)
+llm-small      llm      SmolLM2-135M on this 2-core machine: SFT warm start, then GRPO
+llm-paper      llm      the paper's settings: Qwen-class 4B/9B, 8x8 groups, 4 turns, vLLM, GPUs
 =============  =======  ===================================================================
 
 The paper's own settings train a language model (lr 1e-6 moves nothing in the grammar policy),
 so they live in the ``llm-paper`` preset of the LLM agent; asking for a preset with the wrong
-agent is an error that names the right one.
+agent is an error that names the right one. The LLM presets' notes say how they were sized.
 """
 
 from __future__ import annotations
@@ -90,6 +93,51 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "FIDELITY_LLM_N": 6},
     ),
 )}
+PRESETS.update({p.name: p for p in (
+    Preset(
+        "llm-smoke", "llm",
+        "CI for the LLM agent on TRL: SmolLM2-135M-Instruct on CPU, two steps of two groups of two, two turns of "
+        "at most 48 tokens (replies are cut short, so most fail fast: the point is every code path, not "
+        "learning), one anchor group (50%), the LLM world model's holistic prompt, Online Debiasing after two "
+        "pairs and IVD warm after one anchor group; a 2-step SFT warm start for the sft arm.",
+        run={"train.steps": 2, "train.groups_per_step": 2, "train.group_size": 2, "train.max_turns": 2,
+             "train.lr": 1e-5, "train.train_tasks": 1, "train.checkpoint_every": 2, "eval.every": 2,
+             "eval.samples": 1, "eval.tasks": 1, "method.anchor_fraction": 0.5, "method.od_min_pairs": 2,
+             "method.od_refit_every": 2, "method.ivd_warmup_groups": 1, "method.ivd_window": 2,
+             "sandbox.timeout_s": 5.0, "world_model.kind": "llm", "llm.max_new_tokens": 48, "llm.obs_max_tokens": 64,
+             "llm.sft_steps": 0, "llm.sft_per_task": 2, "llm.sft_batch": 2, "llm.micro_batch": 2,
+             "llm.wm_mode": "holistic", "llm.wm_max_new_tokens": 48},
+    ),
+    Preset(
+        "llm-small", "llm",
+        "The LLM agent on this 2-core machine. SmolLM2-135M-Instruct cold almost never writes a runnable script, "
+        "so the run starts from a supervised warm start on grammar-rendered solutions of the training tasks "
+        "(TRL's SFTTrainer) and the agent writes only fit_predict(train, test) inside a fixed scaffold (a "
+        "labelled departure from the paper's full scripts). 4 groups of 4, 2 turns, 384 tokens a turn, one "
+        "anchor group a step (25%), the LLM world model (the frozen warm-started policy, holistic prompt).",
+        run={"train.steps": 8, "train.groups_per_step": 4, "train.group_size": 4, "train.max_turns": 2,
+             "train.lr": 1e-5, "eval.every": 8, "eval.samples": 2, "method.anchor_fraction": 0.25,
+             "method.od_min_pairs": 8, "method.od_refit_every": 8, "method.ivd_window": 2,
+             "sandbox.timeout_s": 10.0, "world_model.kind": "llm", "llm.contract": "fit_predict",
+             "llm.max_new_tokens": 384, "llm.obs_max_tokens": 128, "llm.sft_steps": 60, "llm.sft_per_task": 12,
+             "llm.sft_batch": 4, "llm.micro_batch": 4, "llm.wm_mode": "holistic", "llm.wm_max_new_tokens": 96},
+    ),
+    Preset(
+        "llm-paper", "llm",
+        "The paper's settings (Sec. 4.1): a Qwen-class 4B/9B instruct model, 8 groups x 8 trajectories a step, "
+        "4 turns of 4096 tokens, observations cut to 1024, lr 1e-6, KL 0.04, entropy 0.002, temperature 1.0, "
+        "~10% anchors (one group of eight), OD after 200 pairs and every 64, rho <= 4, avg@8, a 1200 s "
+        "execution budget in Docker sandboxes, vLLM generation. Launch: see configs/accelerate/README.md.",
+        run={"agent.model": "Qwen/Qwen3-4B", "train.steps": 400, "train.groups_per_step": 8, "train.group_size": 8,
+             "train.max_turns": 4, "train.lr": 1e-6, "eval.every": 50, "eval.samples": 8,
+             "method.od_min_pairs": 200, "method.od_refit_every": 64, "sandbox.timeout_s": 1200.0,
+             "sandbox.backend": "docker", "sandbox.gpus": 1, "sandbox.workers": 8, "world_model.kind": "llm",
+             "world_model.backend": "openai", "world_model.base_url": "http://127.0.0.1:8001/v1",
+             "world_model.model": "Qwen/Qwen3-4B", "llm.max_new_tokens": 4096, "llm.obs_max_tokens": 1024,
+             "llm.micro_batch": 8, "llm.generation": "vllm", "llm.vllm_mode": "colocate",
+             "llm.wm_mode": "decomposed", "llm.wm_max_new_tokens": 512},
+    ),
+)})
 
 #: Presets that were renamed, and what to use instead.
 _MOVED = {"paper": "the paper's settings train a language model: use --agent llm --preset llm-paper "

@@ -31,11 +31,13 @@ def make_sandbox(cfg: SandboxConfig):
                    image=cfg.image)
 
 
-def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None):
+def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None,
+                     llm_options: dict | None = None):
     """The frozen world model of ``cfg``, told the facts of the ``sandbox`` whose outcomes it predicts.
 
-    ``agent_model`` is the agent's own model: the LLM world model defaults to it (the paper's
-    world model is the frozen initial policy).
+    ``agent_model`` is the agent's own model (a Hugging Face folder): the LLM world model defaults
+    to it (the paper's world model is the frozen initial policy); without one, the SmolLM2 GGUF.
+    ``llm_options`` are further :class:`~wmrl.world_model.llm.LLMWorldModel` arguments (``mode``, ...).
     """
     if cfg.kind == "static":
         from wmrl.world_model.static import ProgramAnalysisWorldModel
@@ -44,8 +46,8 @@ def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str
     from wmrl.world_model.backends import TransformersBackend
     from wmrl.world_model.llm import LLMWorldModel
 
-    return LLMWorldModel(TransformersBackend(), temperature=cfg.temperature, seed=seed,
-                         time_limit_s=sandbox.limits.timeout_s)
+    return LLMWorldModel(TransformersBackend(model=cfg.model or agent_model), temperature=cfg.temperature, seed=seed,
+                         time_limit_s=sandbox.limits.timeout_s, **(llm_options or {}))
 
 
 def make_memo(cfg: RunConfig, pool, path: str | Path | None = None) -> ExecutionMemo | None:

@@ -5,8 +5,8 @@ it with ``gguf_file=`` (dequantising to float32), but a model loaded that way ca
 ``quantization_config`` and refuses ``save_pretrained``; TRL, which rebuilds its reference model
 and writes checkpoints, needs a plain folder. So :func:`smollm2_folder` builds a fresh model from
 the GGUF model's config *without* the quantisation config, loads the dequantised state dict into
-it, and saves model and tokenizer under the data root (``$WMRL_DATA/models`` or
-``<repo>/data/models``, git-ignored). The build runs once per machine (about 35 s on 2 cores),
+it, and saves model and tokenizer in a cache folder (the trainer passes
+``<data root>/models``, git-ignored). The build runs once per machine (about 35 s on 2 cores),
 under a file lock, into a temporary folder renamed into place: a crash never leaves a half folder.
 """
 
@@ -19,16 +19,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["SMOLLM2_NAME", "data_root", "load_causal_lm", "smollm2_folder"]
+__all__ = ["SMOLLM2_NAME", "load_causal_lm", "smollm2_folder"]
 
 SMOLLM2_NAME = "SmolLM2-135M-Instruct-f32"
-
-
-def data_root() -> Path:
-    """``$WMRL_DATA`` when set, else ``<repo>/data`` (the folder that holds the task pool)."""
-    from wmrl.tasks.task import default_root
-
-    return default_root().parent
 
 
 def _gguf_stamp(gguf: Path) -> dict:
@@ -36,12 +29,12 @@ def _gguf_stamp(gguf: Path) -> dict:
     return {"gguf": gguf.name, "size": st.st_size}
 
 
-def smollm2_folder(root: str | os.PathLike | None = None) -> Path:
-    """Path of the dequantised SmolLM2-135M-Instruct folder, building it on first use."""
+def smollm2_folder(models: str | os.PathLike) -> Path:
+    """Path of the dequantised SmolLM2-135M-Instruct folder under ``models``, building it on first use."""
     from wmrl.world_model.backends import smollm2_gguf
 
     gguf = smollm2_gguf()
-    models = Path(root) if root is not None else data_root() / "models"
+    models = Path(models)
     final = models / SMOLLM2_NAME
     stamp = _gguf_stamp(gguf)
     if _complete(final, stamp):

@@ -71,14 +71,14 @@ def task_messages(task, contract: str = "script", time_limit_s: float = 20.0, me
     parts = [task.description.strip(), "", "## Files in DATA_DIR (file: columns)", *inventory_lines(task), "",
              "## Sandbox", *sandbox_lines(time_limit_s, memory_mb, library_versions), "", "## Your answer"]
     if contract == "script":
-        parts += ["Write one complete Python script. It reads the files from the folder in the environment variable "
-                  "DATA_DIR and writes the submission CSV to the path in the environment variable SUBMISSION_PATH.",
+        parts += [("Write one complete Python script. It reads the files from the folder in the environment variable "
+                  "DATA_DIR and writes the submission CSV to the path in the environment variable SUBMISSION_PATH."),
                   "Reply with the script in one ```python code block."]
     else:
-        parts += ["Write only the function `fit_predict(train, test)` and the imports it needs. `train` and `test` "
+        parts += [("Write only the function `fit_predict(train, test)` and the imports it needs. `train` and `test` "
                   "are pandas DataFrames of train.csv and test.csv; the global `DATA_DIR` (a pathlib.Path) is the "
                   "data folder. Return one prediction per row of `test`, in order: "
-                  f"{prediction_spec(task)}. Reading the files and writing the submission are done for you.",
+                  f"{prediction_spec(task)}. Reading the files and writing the submission are done for you."),
                   "Reply with the code in one ```python code block."]
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n".join(parts)}]
 

@@ -26,7 +26,7 @@ __all__ = ["FENCE", "SCAFFOLD_HEADER", "assemble", "compact", "extract_code", "f
            "reply_for", "script_target"]
 
 FENCE = "```"
-_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 SCAFFOLD_HEADER = """import os
 from pathlib import Path
