@@ -127,7 +127,8 @@ PRESETS.update({p.name: p for p in (
         "The paper's settings (Sec. 4.1): a Qwen-class 4B/9B instruct model, 8 groups x 8 trajectories a step, "
         "4 turns of 4096 tokens, observations cut to 1024, lr 1e-6, KL 0.04, entropy 0.002, temperature 1.0, "
         "~10% anchors (one group of eight), OD after 200 pairs and every 64, rho <= 4, avg@8, a 1200 s "
-        "execution budget in Docker sandboxes, vLLM generation. Launch: see configs/accelerate/README.md.",
+        "execution budget in Docker sandboxes, vLLM generation; launched with accelerate (the command is in "
+        "wmrl/trainer/llm/accelerate/paper_8gpu.yaml).",
         run={"agent.model": "Qwen/Qwen3-4B", "train.steps": 400, "train.groups_per_step": 8, "train.group_size": 8,
              "train.max_turns": 4, "train.lr": 1e-6, "eval.every": 50, "eval.samples": 8,
              "method.od_min_pairs": 200, "method.od_refit_every": 64, "sandbox.timeout_s": 1200.0,

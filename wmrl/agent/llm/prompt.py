@@ -18,7 +18,7 @@ Two solution contracts (:data:`CONTRACTS`):
 
 from __future__ import annotations
 
-__all__ = ["CONTRACTS", "feedback_message", "inventory_lines", "prediction_spec", "sandbox_lines", "task_messages"]
+__all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "prediction_spec", "sandbox_lines", "task_messages"]
 
 CONTRACTS = ("script", "fit_predict")
 
@@ -39,8 +39,12 @@ def inventory_lines(task, max_examples: int = 3) -> list[str]:
     return out
 
 
+#: The libraries a prompt names (a solution may import others the sandbox has; listing them all costs tokens).
+PROMPT_LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "pillow")
+
+
 def sandbox_lines(time_limit_s: float, memory_mb: int, library_versions: dict[str, str]) -> list[str]:
-    libs = ", ".join(f"{k} {v}" for k, v in library_versions.items() if k != "python")
+    libs = ", ".join(f"{k} {v}" for k, v in library_versions.items() if k in PROMPT_LIBRARIES)
     py = library_versions.get("python", "3.11")
     return [f"Python {py} with {libs}. No internet, no GPU.",
             f"Time limit {time_limit_s:g} s of wall time, memory {memory_mb} MB."]

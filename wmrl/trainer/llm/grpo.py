@@ -105,6 +105,9 @@ class WMRLRollout:
             "completion_tokens": float(np.mean([sum(len(t.reply_ids) for t in r.turns) for r in rows])),
             "real_ok_rate": _rate([any(t.real is not None and t.real.status == "ok" for t in r.turns)
                                    for r in rows if r.executed]),
+            # the world model's status accuracy on turns that were both run and predicted (the anchors)
+            "status_acc": _rate([t.real.status == t.pred.status for r in rows for t in r.turns
+                                 if t.real is not None and t.pred is not None]),
         }
         self.log.rollout_s += time.perf_counter() - t0
         return {
@@ -151,8 +154,7 @@ class WMRLReward:
         wm = [r[2] for r in rows if r[2] is not None]
         re = [r[1] for r in rows if r[1] is not None]
         self.log.pending.update(out.log, real_reward=float(np.mean(re)) if re else math.nan,
-                                wm_reward=float(np.mean(wm)) if wm else math.nan,
-                                weights=[float(w) for w in out.weights])
+                                wm_reward=float(np.mean(wm)) if wm else math.nan)
         local = {row: i for i, row in enumerate(r[0] for r in rows)}
         flat = scaled.ravel()
         self.log.rollout_s += time.perf_counter() - t0
