@@ -216,3 +216,68 @@ def test_a_killed_llm_run_resumes_from_its_last_checkpoint(pool, tmp_path, smoll
     assert list(steps.step) == [0, 1]  # step 0 from the killed run's checkpoint, step 1 from the resumed one
     assert len(pd.read_parquet(out / "ledger.parquet").query("component == 'update'")) == 2
     assert Path(out / "trl" / "checkpoint-2").exists()
+
+
+def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool, smollm2):
+    """The paper preset's routing (1 anchor group of 8), prompts, rollout and reward hook, without a GPU:
+    a stub generator writes a real solution, anchors run in the real sandbox, a stub world model scores the rest."""
+    from transformers import AutoTokenizer
+
+    from wmrl.agent.grammar import baseline_choices
+    from wmrl.agent.llm.prompt import task_messages
+    from wmrl.agent.llm.solution import reply_for, script_target
+    from wmrl.presets import run_config
+    from wmrl.step import WMRLStep
+    from wmrl.trainer.llm.grpo import RunLog, WMRLReward, WMRLRollout, prompt_key
+    from wmrl.trainer.llm.train import rollout_settings
+    from wmrl.trainer.rollout import Scorer
+    from wmrl.world_model.base import aggregate
+
+    cfg = run_config("wmrl", "llm-paper", agent="llm", overrides={"sandbox.backend": "local", "sandbox.timeout_s": 30.0})
+    tok = AutoTokenizer.from_pretrained(str(smollm2))
+    task = pool["iris_species"]
+    reply = reply_for(script_target(task, baseline_choices(task)))
+
+    class Stub:
+        def generate(self, contexts, max_new_tokens, seed):
+            assert max_new_tokens == 4096
+            return [tok(reply, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for _ in contexts], None
+
+    class OptimistWM:
+        def predict_many(self, items):
+            return [aggregate([{"check": "quality", "verdict": "pass", "quality_bucket": "high"}]) for _ in items]
+
+    from wmrl.sandbox import Sandbox
+
+    log = RunLog()
+    step = WMRLStep("wmrl", cfg.method, cfg.train.groups_per_step, cfg.train.group_size, seed=0)
+    settings = rollout_settings(cfg)
+    prompt = task_messages(task, settings.contract, settings.time_limit_s, settings.memory_mb)
+    scorer = Scorer(Sandbox("local", timeout_s=30), OptimistWM(), log.ledger, None, 2)
+    roll = WMRLRollout(step, {prompt_key(prompt): task}, scorer, settings, 0, log, lambda trainer: Stub())
+
+    class Trainer:
+        num_generations, processing_class = 8, tok
+        accelerator = type("A", (), {"num_processes": 1, "process_index": 0})()
+        state = type("S", (), {"global_step": 0})()
+
+    out = roll([prompt] * 64, Trainer())
+    assert roll.routing.executed.sum() == 1 and roll.routing.predicted.all()
+    anchor = int(np.flatnonzero(roll.routing.executed)[0])
+    real = np.array([np.nan if r is None else r for r in out["wmrl_real"]]).reshape(8, 8)
+    assert np.isfinite(real[anchor]).all() and np.isnan(np.delete(real, anchor, axis=0)).all()
+    assert (real[anchor] > 0.5).all()  # the baseline script really ran and scored
+    assert all(sum(m) == len(m) for m in out["env_mask"])  # one turn each: ok ends the trajectory
+    hook = WMRLReward(step, roll, log, lambda: Trainer())
+    rewards = hook(None, None, **{k: out[k] for k in ("wmrl_row", "wmrl_real", "wmrl_pred")})
+    assert len(rewards) == 64 and all(r is not None for r in rewards)
+    assert log.pairs and log.pending["n_executed_groups"] == 1
+
+
+def test_the_paper_launch_config_is_an_accelerate_fsdp_config():
+    import yaml
+
+    from wmrl.trainer import llm
+
+    cfg = yaml.safe_load((Path(llm.__file__).parent / "accelerate" / "paper_8gpu.yaml").read_text())
+    assert cfg["distributed_type"] == "FSDP" and cfg["num_processes"] == 8 and cfg["mixed_precision"] == "bf16"
