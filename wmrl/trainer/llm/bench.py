@@ -79,6 +79,8 @@ def main(argv=None) -> int:
     s.add_argument("--preset", default="llm-smoke")
     s.add_argument("--arm", default="wmrl")
     s.add_argument("--steps", type=int, default=1)
+    s.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                   help="override a config field, e.g. --set llm.sft_steps=0 to time a step without the warm start")
     r = sub.add_parser("runnable", help="the share of sampled first-turn solutions that run ok, per held-out task")
     r.add_argument("--model", required=True, help="a Hugging Face model folder")
     r.add_argument("--contract", default="script", choices=("script", "fit_predict"))
@@ -86,12 +88,14 @@ def main(argv=None) -> int:
     r.add_argument("--max-new-tokens", type=int, default=384)
     args = ap.parse_args(argv)
     if args.cmd == "step":
+        from wmrl.config import parse_set
         from wmrl.experiments.run import run_arm
 
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
             run_arm(args.arm, args.preset, 0, Path(tmp), agent="llm", progress=False,
-                    overrides={"train.steps": args.steps, "eval.every": 10**6, "eval.samples": 1, "eval.tasks": 1},
+                    overrides={"train.steps": args.steps, "eval.every": 10**6, "eval.samples": 1, "eval.tasks": 1,
+                               **parse_set(args.set)},
                     memo_path=Path(tmp) / "memo.sqlite")
             result = {"wall_s_with_setup_and_final_eval": time.perf_counter() - t0, **step_breakdown(Path(tmp))}
     else:

@@ -37,9 +37,14 @@ class TransformersGenerator:
         self.tokens_out = 0  # generated tokens, for the benchmark's tokens per second
 
     def generate(self, contexts, max_new_tokens, seed):
-        out: list[list[int]] = []
-        for start in range(0, len(contexts), self.batch_size):
-            out += self._batch(list(contexts[start:start + self.batch_size]), max_new_tokens, seed + start)
+        # Batches of similar length: a batch is padded to its longest context, and one long prompt
+        # (a task with many columns) would otherwise make every row of its batch pay for its length.
+        order = sorted(range(len(contexts)), key=lambda i: len(contexts[i]))
+        out: list[list[int] | None] = [None] * len(contexts)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            for i, ids in zip(rows, self._batch([list(contexts[i]) for i in rows], max_new_tokens, seed + start)):
+                out[i] = ids
         self.tokens_out += sum(len(c) for c in out)
         return out, None
 

@@ -84,7 +84,7 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
                          per_device_train_batch_size=cfg.llm.sft_batch, gradient_accumulation_steps=1,
                          lr_scheduler_type="cosine", warmup_steps=max(1, cfg.llm.sft_steps // 10), logging_steps=5,
                          save_strategy="no", report_to=[], seed=cfg.seed, use_cpu=not _cuda(),
-                         completion_only_loss=True, max_length=2048, disable_tqdm=not progress)
+                         completion_only_loss=True, max_length=4096, disable_tqdm=not progress)
         trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
         t0 = time.perf_counter()
         result = trainer.train()
