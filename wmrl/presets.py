@@ -110,16 +110,20 @@ PRESETS.update({p.name: p for p in (
     ),
     Preset(
         "llm-small", "llm",
-        "The LLM agent on this 2-core machine. SmolLM2-135M-Instruct cold almost never writes a runnable script, "
-        "so the run starts from a supervised warm start on grammar-rendered solutions of the training tasks "
-        "(TRL's SFTTrainer) and the agent writes only fit_predict(train, test) inside a fixed scaffold (a "
-        "labelled departure from the paper's full scripts). 4 groups of 4, 2 turns, 384 tokens a turn, one "
-        "anchor group a step (25%), the LLM world model (the frozen warm-started policy, holistic prompt).",
-        run={"train.steps": 8, "train.groups_per_step": 4, "train.group_size": 4, "train.max_turns": 2,
-             "train.lr": 1e-5, "eval.every": 8, "eval.samples": 2, "method.anchor_fraction": 0.25,
-             "method.od_min_pairs": 8, "method.od_refit_every": 8, "method.ivd_window": 2,
+        "The LLM agent on this 2-core machine, sized from measurements (see the LLM agent's report in "
+        "wmrl/trainer/llm/bench.py's notes). SmolLM2-135M-Instruct cold wrote no runnable solution (0 of 7 "
+        "held-out tasks, fit_predict contract; every reply cut by the budget), so the run starts from a "
+        "supervised warm start on grammar-rendered solutions of the training tasks (TRL's SFTTrainer, 40 "
+        "steps of 4) and the agent writes only fit_predict(train, test) inside a fixed scaffold (a labelled "
+        "departure from the paper's full scripts). A GRPO step costs minutes on 2 cores (the update's "
+        "forward/backward over ~1000-token prompts dominates, then generation and the LLM world model), so: "
+        "4 groups of 2 a step (one anchor group, 25%), 2 turns of 384 tokens, 6 steps, avg@2 on every "
+        "held-out task at the end; the world model is the frozen warm-started policy (holistic prompt).",
+        run={"train.steps": 6, "train.groups_per_step": 4, "train.group_size": 2, "train.max_turns": 2,
+             "train.lr": 1e-5, "eval.every": 6, "eval.samples": 2, "method.anchor_fraction": 0.25,
+             "method.od_min_pairs": 4, "method.od_refit_every": 4, "method.ivd_window": 2,
              "sandbox.timeout_s": 10.0, "world_model.kind": "llm", "llm.contract": "fit_predict",
-             "llm.max_new_tokens": 384, "llm.obs_max_tokens": 128, "llm.sft_steps": 60, "llm.sft_per_task": 12,
+             "llm.max_new_tokens": 384, "llm.obs_max_tokens": 128, "llm.sft_steps": 40, "llm.sft_per_task": 12,
              "llm.sft_batch": 4, "llm.micro_batch": 4, "llm.wm_mode": "holistic", "llm.wm_max_new_tokens": 96},
     ),
     Preset(

@@ -176,8 +176,8 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
             return VLLMGenerator(trainer)
     else:
         def generator_for(trainer):
-            return TransformersGenerator(trainer.model, trainer.processing_class, cfg.train.temperature,
-                                         batch_size=cfg.llm.micro_batch)
+            return TransformersGenerator(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
+                                         cfg.train.temperature, batch_size=cfg.llm.micro_batch)
     roll = WMRLRollout(step, by_prompt, scorer, settings, cfg.seed, log, generator_for, wm)
     holder: list = []
     reward = WMRLReward(step, roll, log, lambda: holder[0]())
