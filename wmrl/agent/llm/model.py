@@ -45,6 +45,7 @@ def smollm2_folder(models: str | os.PathLike) -> Path:
         if _complete(final, stamp):
             return final
         tmp = Path(tempfile.mkdtemp(dir=models, prefix=f".{SMOLLM2_NAME}."))
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is for every user of the data root
         try:
             _dequantise(gguf, tmp)
             (tmp / "wmrl_source.json").write_text(json.dumps(stamp, sort_keys=True))

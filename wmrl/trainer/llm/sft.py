@@ -96,7 +96,8 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         info = {"examples": len(rows), "steps": cfg.llm.sft_steps, "seconds": seconds,
                 "train_loss": float(result.training_loss), "first_loss": losses[0] if losses else None,
-                "last_loss": losses[-1] if losses else None, "tokens": int(trainer.state.num_input_tokens_seen),
+                "last_loss": losses[-1] if losses else None,
+                "tokens": int(max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0)),
                 "tasks": sorted(t.name for t in tasks), "base": str(base), "contract": cfg.llm.contract}
         (out / "wmrl_sft.json").write_text(json.dumps(info, indent=1))
         if final.exists():
