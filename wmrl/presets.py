@@ -118,13 +118,16 @@ PRESETS.update({p.name: p for p in (
         "departure from the paper's full scripts). A GRPO step costs minutes on 2 cores (the update's "
         "forward/backward over ~1000-token prompts dominates, then generation and the LLM world model), so: "
         "4 groups of 2 a step (one anchor group, 25%), 2 turns of 384 tokens, 6 steps, avg@2 on every "
-        "held-out task at the end; the world model is the frozen warm-started policy (holistic prompt).",
+        "held-out task at the end; the world model is the frozen warm-started policy (holistic prompt). One "
+        "row per forward/backward pass: TRL's update holds the logits (49k vocabulary) of every completion "
+        "token of a micro-batch several times over, and a micro-batch of 4 rows of ~2700 tokens reached 19 GB "
+        "and was killed for memory on this 24 GB machine.",
         run={"train.steps": 6, "train.groups_per_step": 4, "train.group_size": 2, "train.max_turns": 2,
              "train.lr": 1e-5, "eval.every": 6, "eval.samples": 2, "method.anchor_fraction": 0.25,
              "method.od_min_pairs": 4, "method.od_refit_every": 4, "method.ivd_window": 2,
              "sandbox.timeout_s": 10.0, "world_model.kind": "llm", "llm.contract": "fit_predict",
              "llm.max_new_tokens": 384, "llm.obs_max_tokens": 128, "llm.sft_steps": 40, "llm.sft_per_task": 12,
-             "llm.sft_batch": 4, "llm.micro_batch": 4, "llm.wm_mode": "holistic", "llm.wm_max_new_tokens": 96},
+             "llm.sft_batch": 4, "llm.micro_batch": 1, "llm.wm_mode": "holistic", "llm.wm_max_new_tokens": 96},
     ),
     Preset(
         "llm-paper", "llm",
