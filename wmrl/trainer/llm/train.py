@@ -31,7 +31,10 @@ from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
 from wmrl.trainer.runs import per_category, write_run
 
-__all__ = ["evaluate", "initial_model", "rollout_settings", "train", "trainer_args"]
+__all__ = ["GENERATION_BATCH", "evaluate", "initial_model", "rollout_settings", "train", "trainer_args"]
+
+#: Rows sampled together by the in-process generator (its KV cache is small next to the update's logits).
+GENERATION_BATCH = 8
 
 
 def rollout_settings(cfg: RunConfig) -> RolloutSettings:
@@ -65,7 +68,7 @@ def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int)
     ev = cfg.eval
     rows_tasks = [t for t in tasks for _ in range(ev.samples)]
     n = len(rows_tasks)
-    gen = TransformersGenerator(model, tokenizer, cfg.train.temperature, batch_size=max(cfg.llm.micro_batch, 1))
+    gen = TransformersGenerator(model, tokenizer, cfg.train.temperature, batch_size=GENERATION_BATCH)
     trajs = rollout(gen, tokenizer, rows_tasks, np.ones(n, bool), np.zeros(n, bool), scorer, rollout_settings(cfg),
                     seed=cfg.seed * 1_000_003 + 999_983 + step)  # never the training rollouts' seeds
     out = []
@@ -177,7 +180,7 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     else:
         def generator_for(trainer):
             return TransformersGenerator(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
-                                         cfg.train.temperature, batch_size=cfg.llm.micro_batch)
+                                         cfg.train.temperature, batch_size=GENERATION_BATCH)
     roll = WMRLRollout(step, by_prompt, scorer, settings, cfg.seed, log, generator_for, wm)
     holder: list = []
     reward = WMRLReward(step, roll, log, lambda: holder[0]())
