@@ -110,11 +110,13 @@ PRESETS.update({p.name: p for p in (
     ),
     Preset(
         "llm-small", "llm",
-        "The LLM agent on this 2-core machine, sized from measurements (see the LLM agent's report in "
-        "wmrl/trainer/llm/bench.py's notes). SmolLM2-135M-Instruct cold wrote no runnable solution (0 of 7 "
-        "held-out tasks, fit_predict contract; every reply cut by the budget), so the run starts from a "
-        "supervised warm start on grammar-rendered solutions of the training tasks (TRL's SFTTrainer, 40 "
-        "steps of 4) and the agent writes only fit_predict(train, test) inside a fixed scaffold (a labelled "
+        "The LLM agent on this 2-core machine, sized from measurements on a loaded machine "
+        "(python -m wmrl.trainer.llm.bench). SmolLM2-135M-Instruct cold wrote no runnable solution (0 of 7 "
+        "held-out tasks, fit_predict contract; every reply cut by the budget; 0 of 7 with full scripts), and "
+        "after a 16-step warm start still none ran (5 syntax errors, 1 runtime error, 1 invalid submission: "
+        "the format is learnt, the code is not yet), so the run starts from a longer supervised warm start on "
+        "grammar-rendered solutions of the training tasks (TRL's SFTTrainer, 40 steps of 4, about 63 s a step "
+        "here) and the agent writes only fit_predict(train, test) inside a fixed scaffold (a labelled "
         "departure from the paper's full scripts). A GRPO step costs minutes on 2 cores (the update's "
         "forward/backward over ~1000-token prompts dominates, then generation and the LLM world model), so: "
         "4 groups of 2 a step (one anchor group, 25%), 2 turns of 384 tokens, 6 steps, avg@2 on every "
