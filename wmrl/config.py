@@ -4,6 +4,7 @@ A run is :class:`RunConfig`: the arm and seed, and one section per part of the s
 
 =================  ==========================================================================
 ``agent``          which policy writes the solutions (the grammar agent, or an LLM)
+``llm``            the LLM agent's own settings (solution contract, token budgets, SFT, engine)
 ``train``          the GRPO optimisation (groups, trajectories, turns, lr, KL, entropy)
 ``method``         Algorithm 1's knobs: the anchor stream, Online Debiasing, IVD, fusion
 ``world_model``    which world model reads the code, and its engine (backend)
@@ -39,6 +40,7 @@ __all__ = [
     "ConfigError",
     "ConfigTree",
     "EvalConfig",
+    "LLMConfig",
     "MethodConfig",
     "PathsConfig",
     "RunConfig",
@@ -119,6 +121,40 @@ class AgentConfig:
 
     def __post_init__(self):
         check_section(self)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """The LLM agent's own settings (:mod:`wmrl.trainer.llm`); ignored by the grammar agent."""
+
+    SECTION: typing.ClassVar[str] = "llm"
+    #: ``script``: the paper's contract, one complete solution script; ``fit_predict``: a labelled
+    #: departure for models too small to write a whole runnable script: the agent writes only
+    #: ``fit_predict(train, test)`` and a fixed scaffold reads the data and writes the submission.
+    contract: Literal["script", "fit_predict"] = "script"
+    max_new_tokens: int = 4096  # paper: 4096 tokens per turn
+    obs_max_tokens: int = 1024  # paper: observations cut to 1024 tokens
+    #: supervised warm start (TRL's SFTTrainer) on grammar-rendered solutions of the training
+    #: tasks before GRPO: optimiser steps (0: none, the paper's start from the instruct model)
+    sft_steps: int = 0
+    sft_lr: float = 5e-5
+    sft_batch: int = 4
+    sft_per_task: int = 24  # grammar-rendered solutions per training task in the SFT set
+    #: GRPO loss aggregation in TRL: ``dr_grpo`` sums token log-probs with a constant normaliser
+    #: (the paper's sequence log-probability g = 1/n sum_i A_i grad log pi(tau_i), up to a constant)
+    loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo"] = "dr_grpo"
+    micro_batch: int = 4  # rows per forward/backward pass (gradient accumulation fills the step)
+    #: rollout engine: the policy in this process (``transformers``) or TRL's ``vllm`` (GPU)
+    generation: Literal["transformers", "vllm"] = "transformers"
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    #: the LLM world model's prompting: the paper's eight ``decomposed`` checks or one ``holistic`` prompt
+    wm_mode: Literal["decomposed", "holistic"] = "decomposed"
+    wm_max_new_tokens: int = 160
+
+    def __post_init__(self):
+        check_section(self)
+        at_least(self, max_new_tokens=1, obs_max_tokens=1, sft_steps=0, sft_batch=1, sft_per_task=1, micro_batch=1,
+                  wm_max_new_tokens=1)
 
 
 @dataclass(frozen=True)
@@ -256,11 +292,11 @@ class PathsConfig:
         check_section(self)
 
 
-_SECTIONS = {"agent": AgentConfig, "train": TrainConfig, "method": MethodConfig, "world_model": WorldModelConfig,
+_SECTIONS = {"agent": AgentConfig, "llm": LLMConfig, "train": TrainConfig, "method": MethodConfig, "world_model": WorldModelConfig,
              "sandbox": SandboxConfig, "eval": EvalConfig, "paths": PathsConfig}
 
 #: Dotted fields that set how fast a run goes or where it writes, not what it computes.
-SCHEDULING_FIELDS = ("sandbox.workers", "paths.results_dir", "paths.pool")
+SCHEDULING_FIELDS = ("sandbox.workers", "llm.micro_batch", "paths.results_dir", "paths.pool")
 
 
 class ConfigTree:
@@ -305,6 +341,7 @@ class RunConfig(ConfigTree):
     arm: str = "wmrl"
     seed: int = 0
     agent: AgentConfig = field(default_factory=AgentConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     method: MethodConfig = field(default_factory=MethodConfig)
     world_model: WorldModelConfig = field(default_factory=WorldModelConfig)

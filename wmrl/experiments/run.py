@@ -30,7 +30,7 @@ def train_run(cfg: RunConfig, preset: str, out: str | Path | None = None, *, poo
     if cfg.agent.kind == "grammar":
         from wmrl.trainer.grammar import train  # deferred: it loads torch, which replaying notebooks never need
     else:
-        raise NotImplementedError(f"agent.kind={cfg.agent.kind!r} has no trainer yet")
+        from wmrl.trainer.llm.train import train
     return train(cfg, out, pool, preset, memo_path=memo_path, progress=progress)
 
 

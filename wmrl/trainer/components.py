@@ -33,17 +33,19 @@ def make_sandbox(cfg: SandboxConfig):
                    gpus=cfg.gpus, executor=cfg.executor, image=cfg.image)
 
 
-def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None):
+def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None,
+                     llm_options: dict | None = None):
     """The frozen world model of ``cfg``, told the facts of the ``sandbox`` whose outcomes it predicts.
 
-    ``agent_model`` is the agent's own model: the LLM world model defaults to it (the paper's
-    world model is the frozen initial policy).
+    ``agent_model`` is the agent's own model (a Hugging Face folder): the LLM world model defaults
+    to it (the paper's world model is the frozen initial policy); without one, the SmolLM2 GGUF.
+    ``llm_options`` are further :class:`~wmrl.world_model.llm.LLMWorldModel` arguments (``mode``, ...).
     """
     if cfg.kind == "static":
         return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed,
                                                      profile=cfg.profile)
-    return LLMWorldModel(TransformersBackend(), temperature=cfg.temperature, seed=seed,
-                         time_limit_s=sandbox.facts.cpu_budget_s)
+    return LLMWorldModel(TransformersBackend(model=cfg.model or agent_model), temperature=cfg.temperature, seed=seed,
+                         time_limit_s=sandbox.facts.cpu_budget_s, **(llm_options or {}))
 
 
 def make_memo(cfg: RunConfig, pool, run_folder: Path, path: str | Path | None = None) -> ExecutionMemo | None:

@@ -1,0 +1,283 @@
+"""WMRL on TRL's GRPOTrainer: the reward-side algebra on TRL's own code, the hooks, the presets, real runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+trl = pytest.importorskip("trl", reason="the LLM agent needs TRL: pip install -e '.[llm]'")
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory):
+    from wmrl.agent.llm.model import smollm2_folder
+    from wmrl.trainer.components import data_root
+
+    return smollm2_folder(data_root() / "models")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory, smollm2):
+    """A randomly initialised two-layer Llama with SmolLM2's tokenizer: TRL's code paths in a second."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny")
+    tok = AutoTokenizer.from_pretrained(str(smollm2))
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, pad_token_id=tok.pad_token_id,
+                      eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id, tie_word_embeddings=True)
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def _toy_trainer(folder, tmp_path, scale_rewards: str, rewards: np.ndarray, weights: np.ndarray):
+    """A GRPOTrainer whose rollout returns fixed completions and whose reward hook returns w_g * R_gi."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    G, n = rewards.shape
+    prompts = [[{"role": "user", "content": f"task {g}"}] for g in range(G)]
+
+    def rollout_func(batch, trainer):
+        return {"prompt_ids": [[1, 2, 3]] * len(batch), "completion_ids": [[5, 6, 2]] * len(batch), "logprobs": None,
+                "row": list(range(len(batch)))}
+
+    def reward(prompts, completions, row, **kwargs):
+        return [float(weights[r // n] * rewards[r // n, r % n]) for r in row]
+
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], num_generations=n,
+                      per_device_train_batch_size=G * n, max_steps=1, scale_rewards=scale_rewards, beta=0.0,
+                      gradient_checkpointing=False, logging_steps=1)
+    trainer = GRPOTrainer(model=str(folder), reward_funcs=[reward], args=args,
+                          train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]), rollout_func=rollout_func)
+    trainer.model.train()
+    inputs = [{"prompt": prompts[g]} for g in range(G) for _ in range(n)]
+    return trainer, inputs
+
+
+def test_trl_advantages_of_weighted_rewards_are_the_weighted_grpo_advantages(tiny_model, tmp_path):
+    """The identity WMRL's IVD relies on, computed by TRL 1.16's own advantage code:
+    with scale_rewards='none', rewards w_g R_gi give advantages w_g (R_gi - mean_j R_gj)."""
+    rng = np.random.default_rng(0)
+    R = rng.choice([0.0, 0.1, 0.2, 0.6, 0.9], size=(3, 4))
+    w = np.array([0.5, 0.3, 0.2]) * 3
+    trainer, inputs = _toy_trainer(tiny_model, tmp_path, "none", R, w)
+    adv = trainer._generate_and_score_completions(inputs)["advantages"].numpy().reshape(3, 4)
+    expected = w[:, None] * (R - R.mean(axis=1, keepdims=True))
+    np.testing.assert_allclose(adv, expected, atol=1e-6)
+
+
+def test_std_scaled_advantages_would_cancel_the_group_weights(tiny_model, tmp_path):
+    """Why the LLM trainer turns TRL's std scaling off: per-group scaling divides w_g back out."""
+    R = np.array([[0.0, 0.1, 0.6, 0.9], [0.2, 0.2, 0.1, 0.6]])
+    w = np.array([4.0, 1.0])
+    trainer, inputs = _toy_trainer(tiny_model, tmp_path, "group", R, w)
+    adv = trainer._generate_and_score_completions(inputs)["advantages"].numpy().reshape(2, 4)
+    assert not np.allclose(adv, w[:, None] * (R - R.mean(axis=1, keepdims=True)), atol=1e-3)
+    unweighted = (R - R.mean(1, keepdims=True)) / (R.std(1, ddof=1, keepdims=True) + 1e-4)
+    np.testing.assert_allclose(adv, unweighted, atol=1e-3)
+
+
+class _Acc:
+    num_processes, process_index = 1, 0
+
+
+class _Trainer:
+    num_generations = 2
+    accelerator = _Acc()
+
+    class state:
+        global_step = 0
+
+
+def test_the_reward_hook_returns_the_steps_fused_rewards_scaled_by_the_group_count():
+    """G w_g R_gi, with R from the WMRL step (real on anchors, calibrated predictions elsewhere)."""
+    from wmrl.config import MethodConfig
+    from wmrl.step import Routing, WMRLStep
+    from wmrl.trainer.llm.grpo import RunLog, WMRLReward
+
+    step = WMRLStep("wmrl", MethodConfig(od_min_pairs=2, od_refit_every=2, ivd_warmup_groups=1, ivd_window=2),
+                    groups_per_step=2, group_size=2)
+    roll = type("R", (), {"routing": Routing(2, np.array([True, False]), np.array([True, True]))})()
+    hook = WMRLReward(step, roll, RunLog(), lambda: _Trainer())
+    real = [0.6, 0.1, None, None]
+    pred = [0.9, 0.5, 0.7, 0.2]
+    got = hook(None, None, wmrl_row=[0, 1, 2, 3], wmrl_real=real, wmrl_pred=pred)
+    twin = WMRLStep("wmrl", MethodConfig(od_min_pairs=2, od_refit_every=2, ivd_warmup_groups=1, ivd_window=2),
+                    groups_per_step=2, group_size=2)
+    out = twin(np.array([[0.6, 0.1], [np.nan, np.nan]]), np.array([[0.9, 0.5], [0.7, 0.2]]), np.array([True, False]))
+    np.testing.assert_allclose(got, (2 * out.weights[:, None] * out.rewards).ravel())
+    assert got[:2] == pytest.approx([2 * out.weights[0] * 0.6, 2 * out.weights[0] * 0.1])  # anchors: real rewards
+    assert hook.log.pairs and hook.log.pairs[0]["pred"] == 0.9 and hook.log.pairs[0]["true"] == 0.6
+
+
+def test_llm_presets_configure_the_llm_agent_and_the_papers_values():
+    from wmrl.config import ConfigError
+    from wmrl.presets import run_config
+
+    paper = run_config("wmrl", "llm-paper", agent="llm")
+    assert (paper.train.groups_per_step, paper.train.group_size, paper.train.max_turns) == (8, 8, 4)
+    assert paper.train.lr == 1e-6 and paper.train.kl_coef == 0.04 and paper.train.ent_coef == 0.002
+    assert paper.llm.generation == "vllm" and paper.llm.max_new_tokens == 4096 and paper.llm.obs_max_tokens == 1024
+    assert paper.sandbox.backend == "docker" and paper.method.od_min_pairs == 200
+    with pytest.raises(ConfigError, match="llm"):
+        run_config("wmrl", "llm-smoke", agent="grammar")
+
+
+def test_the_trl_config_of_a_run_keeps_the_papers_kl_and_entropy_and_no_std_scaling(tmp_path):
+    from wmrl.presets import run_config
+    from wmrl.trainer.llm.train import trainer_args
+
+    cfg = run_config("wmrl", "llm-small", agent="llm")
+    args = trainer_args(cfg, tmp_path, cfg.train.groups_per_step)
+    assert args.beta == 0.04 and args.entropy_coef == 0.002 and args.scale_rewards == "none"
+    assert args.num_generations == cfg.train.group_size
+    rows = cfg.train.groups_per_step * cfg.train.group_size
+    assert args.per_device_train_batch_size * args.steps_per_generation == rows  # one generation batch per step
+    assert args.gradient_accumulation_steps == args.steps_per_generation  # ... and one optimiser step per batch
+
+
+@pytest.mark.gpu
+def test_llm_paper_generates_with_vllm_on_a_gpu(tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    pytest.importorskip("vllm", reason="needs vLLM: pip install -e '.[gpu]'")
+    from wmrl.experiments.run import run_arm
+
+    summary = run_arm("wmrl", "llm-paper", 0, tmp_path / "run", agent="llm",
+                      overrides={"train.steps": 1, "agent.model": "Qwen/Qwen3-0.6B", "world_model.backend": "vllm",
+                                 "world_model.model": "Qwen/Qwen3-0.6B", "sandbox.backend": "local"})
+    assert summary["compute"]["generation"]["count"] > 0
+
+
+# -- real runs on SmolLM2 (slow) -------------------------------------------------------------------------------
+
+ARMS = ["untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arm", ARMS)
+def test_llm_smoke_runs_every_arm_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2):
+    from wmrl.experiments.run import run_arm
+
+    out = tmp_path / arm
+    summary = run_arm(arm, "llm-smoke", 0, out, agent="llm", memo_path=tmp_path / "memo.sqlite")
+    for name in ("summary.json", "steps.parquet", "eval.parquet", "ledger.parquet", "pairs.parquet",
+                 "calibration.json"):
+        assert (out / name).exists(), name
+    evals = pd.read_parquet(out / "eval.parquet")
+    assert set(evals.columns) >= {"step", "task", "category", "percentile", "reward", "ok_rate"}
+    assert summary["agent"] == "llm" and 0.0 <= summary["heldout"]["avg"] <= 1.0
+    if arm == "untrained":
+        return
+    steps = pd.read_parquet(out / "steps.parquet")
+    assert list(steps.step) == [0, 1]
+    assert {"rho", "eta2", "train_reward", "kl", "entropy", "loss"} <= set(steps.columns)
+    ledger = pd.read_parquet(out / "ledger.parquet")
+    assert set(ledger.component) == {"generation", "world_model", "execution", "update"}
+    by = ledger.groupby("component")["count"].sum()
+    assert by["generation"] > 0 and by["update"] > 0
+    assert (by["execution"] > 0) == (arm != "wm")
+    assert (by["world_model"] > 0) == (arm not in ("grpo", "anchor_only")) or by["world_model"] == 0
+    if arm in ("od", "wmrl"):
+        assert steps.od_pairs.iloc[-1] > 0
+
+
+@pytest.mark.slow
+def test_a_killed_llm_run_resumes_from_its_last_checkpoint(pool, tmp_path, smollm2):
+    """Kill a run after its first checkpoint; the rerun continues at step 1 and ends with both steps."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "wmrl.experiments", "run", "--agent", "llm", "--arm", "grpo", "--preset",
+           "llm-smoke", "--out", str(out), "--set", "train.checkpoint_every=1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = out / "trl" / "checkpoint-1" / "wmrl_state.pt"
+    deadline = time.time() + 1800
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(1)
+    proc.kill()
+    proc.wait()
+    assert marker.exists(), "the run never checkpointed its first step"
+    if (out / "summary.json").exists():
+        pytest.skip("the run finished before it could be killed")
+    from wmrl.experiments.run import run_arm
+
+    run_arm("grpo", "llm-smoke", 0, out, agent="llm", overrides={"train.checkpoint_every": 1})
+    steps = pd.read_parquet(out / "steps.parquet")
+    assert list(steps.step) == [0, 1]  # step 0 from the killed run's checkpoint, step 1 from the resumed one
+    assert len(pd.read_parquet(out / "ledger.parquet").query("component == 'update'")) == 2
+    assert Path(out / "trl" / "checkpoint-2").exists()
+
+
+def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool, smollm2):
+    """The paper preset's routing (1 anchor group of 8), prompts, rollout and reward hook, without a GPU:
+    a stub generator writes a real solution, anchors run in the real sandbox, a stub world model scores the rest."""
+    from transformers import AutoTokenizer
+
+    from wmrl.agent.grammar import baseline_choices
+    from wmrl.agent.llm.prompt import task_messages
+    from wmrl.agent.llm.solution import reply_for, script_target
+    from wmrl.presets import run_config
+    from wmrl.step import WMRLStep
+    from wmrl.trainer.llm.grpo import RunLog, WMRLReward, WMRLRollout, prompt_key
+    from wmrl.trainer.llm.train import rollout_settings
+    from wmrl.trainer.rollout import Scorer
+    from wmrl.world_model.base import aggregate
+
+    cfg = run_config("wmrl", "llm-paper", agent="llm", overrides={"sandbox.backend": "local", "sandbox.timeout_s": 30.0})
+    tok = AutoTokenizer.from_pretrained(str(smollm2))
+    task = pool["iris_species"]
+    reply = reply_for(script_target(task, baseline_choices(task)))
+
+    class Stub:
+        def generate(self, contexts, max_new_tokens, seed):
+            assert max_new_tokens == 4096
+            return [tok(reply, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for _ in contexts], None
+
+    class OptimistWM:
+        def predict_many(self, items):
+            return [aggregate([{"check": "quality", "verdict": "pass", "quality_bucket": "high"}]) for _ in items]
+
+    from wmrl.sandbox import Sandbox
+
+    log = RunLog()
+    step = WMRLStep("wmrl", cfg.method, cfg.train.groups_per_step, cfg.train.group_size, seed=0)
+    settings = rollout_settings(cfg)
+    prompt = task_messages(task, settings.contract, settings.time_limit_s, settings.memory_mb)
+    scorer = Scorer(Sandbox("local", timeout_s=30), OptimistWM(), log.ledger, None, 2)
+    roll = WMRLRollout(step, {prompt_key(prompt): task}, scorer, settings, 0, log, lambda trainer: Stub())
+
+    class Trainer:
+        num_generations, processing_class = 8, tok
+        accelerator = type("A", (), {"num_processes": 1, "process_index": 0})()
+        state = type("S", (), {"global_step": 0})()
+
+    out = roll([prompt] * 64, Trainer())
+    assert roll.routing.executed.sum() == 1 and roll.routing.predicted.all()
+    anchor = int(np.flatnonzero(roll.routing.executed)[0])
+    real = np.array([np.nan if r is None else r for r in out["wmrl_real"]]).reshape(8, 8)
+    assert np.isfinite(real[anchor]).all() and np.isnan(np.delete(real, anchor, axis=0)).all()
+    assert (real[anchor] > 0.5).all()  # the baseline script really ran and scored
+    assert all(sum(m) == len(m) for m in out["env_mask"])  # one turn each: ok ends the trajectory
+    hook = WMRLReward(step, roll, log, lambda: Trainer())
+    rewards = hook(None, None, **{k: out[k] for k in ("wmrl_row", "wmrl_real", "wmrl_pred")})
+    assert len(rewards) == 64 and all(r is not None for r in rewards)
+    assert log.pairs and log.pending["n_executed_groups"] == 1
+
+
+def test_the_paper_launch_config_is_an_accelerate_fsdp_config():
+    import yaml
+
+    from wmrl.trainer import llm
+
+    cfg = yaml.safe_load((Path(llm.__file__).parent / "accelerate" / "paper_8gpu.yaml").read_text())
+    assert cfg["distributed_type"] == "FSDP" and cfg["num_processes"] == 8 and cfg["mixed_precision"] == "bf16"

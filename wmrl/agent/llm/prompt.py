@@ -1,0 +1,94 @@
+"""What the LLM research agent reads: the task, its data, the sandbox, and later the feedback.
+
+The paper's agent sees the competition's description, the files and columns of its public data,
+the submission format and the limits of the sandbox that will run its code, and answers with one
+solution script. :func:`task_messages` builds exactly that conversation for a
+:class:`~wmrl.tasks.Task`; :func:`feedback_message` is the user turn that follows a solution
+(the sandbox's or the world model's report, the same text either way, cut to a budget as the paper
+cuts observations to 1024 tokens).
+
+Two solution contracts (:data:`CONTRACTS`):
+
+- ``script`` (the paper's): a complete Python script that reads ``$DATA_DIR`` and writes
+  ``$SUBMISSION_PATH``;
+- ``fit_predict`` (a departure, for models too small to write a whole runnable script): only a
+  function ``fit_predict(train, test)`` returning the test predictions; a fixed scaffold
+  (:func:`wmrl.agent.llm.solution.assemble`) reads the files and writes the submission.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "prediction_spec", "sandbox_lines", "task_messages"]
+
+CONTRACTS = ("script", "fit_predict")
+
+_SYSTEM = ("You are a research agent in a machine-learning competition. You write Python code that trains a model "
+           "on the competition's data and predicts the test set. Reply with code only.")
+
+
+def inventory_lines(task, max_examples: int = 3) -> list[str]:
+    """``- file: col, col, ...`` for every public file (an image folder shows a few file names)."""
+    out = []
+    for name, cols in sorted(task.inventory.items()):
+        if name == "description.txt":
+            continue
+        if name.endswith("/"):
+            out.append(f"- {name} {', '.join(cols[:max_examples])}, ... (one file per row)")
+        else:
+            out.append(f"- {name}: {', '.join(cols)}")
+    return out
+
+
+#: The libraries a prompt names (a solution may import others the sandbox has; listing them all costs tokens).
+PROMPT_LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "pillow")
+
+
+def sandbox_lines(time_limit_s: float, memory_mb: int, library_versions: dict[str, str]) -> list[str]:
+    libs = ", ".join(f"{k} {v}" for k, v in library_versions.items() if k in PROMPT_LIBRARIES)
+    py = library_versions.get("python", "3.11")
+    return [f"Python {py} with {libs}. No internet, no GPU.",
+            f"Time limit {time_limit_s:g} s of wall time, memory {memory_mb} MB."]
+
+
+def prediction_spec(task) -> str:
+    """What one prediction is, from the metric (a class, a probability or a number)."""
+    from wmrl.tasks.metrics import get_metric
+
+    kind = get_metric(task.metric).kind
+    if kind == "probability":
+        positive = task.classes[-1] if task.classes else "the positive class"
+        return f"the predicted probability that `{task.target_column}` is {positive}"
+    if kind == "label":
+        return f"the predicted class of `{task.target_column}`"
+    return f"the predicted value of `{task.target_column}`"
+
+
+def task_messages(task, contract: str = "script", time_limit_s: float = 20.0, memory_mb: int = 2048,
+                  library_versions: dict[str, str] | None = None) -> list[dict]:
+    """The first turn's chat messages (system, user) for ``task`` under a solution ``contract``."""
+    if contract not in CONTRACTS:
+        raise ValueError(f"contract must be one of {CONTRACTS}, got {contract!r}")
+    if library_versions is None:
+        from wmrl.world_model.prompts import default_library_versions
+
+        library_versions = default_library_versions()
+    parts = [task.description.strip(), "", "## Files in DATA_DIR (file: columns)", *inventory_lines(task), "",
+             "## Sandbox", *sandbox_lines(time_limit_s, memory_mb, library_versions), "", "## Your answer"]
+    if contract == "script":
+        parts += [("Write one complete Python script. It reads the files from the folder in the environment variable "
+                  "DATA_DIR and writes the submission CSV to the path in the environment variable SUBMISSION_PATH."),
+                  "Reply with the script in one ```python code block."]
+    else:
+        parts += [("Write only the function `fit_predict(train, test)` and the imports it needs. `train` and `test` "
+                  "are pandas DataFrames of train.csv and test.csv; the global `DATA_DIR` (a pathlib.Path) is the "
+                  "data folder. Return one prediction per row of `test`, in order: "
+                  f"{prediction_spec(task)}. Reading the files and writing the submission are done for you."),
+                  "Reply with the code in one ```python code block."]
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n".join(parts)}]
+
+
+def feedback_message(text: str, turn: int, max_turns: int) -> dict:
+    """The user turn after a solution that did not run ok: the report, then the request to fix it."""
+    left = max_turns - turn
+    ask = "Fix the code and reply with the whole corrected code in one ```python code block." if left else ""
+    return {"role": "user", "content": f"Result of running your code:\n{text.strip()}\n\n{ask}".strip()}

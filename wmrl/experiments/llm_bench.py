@@ -1,0 +1,112 @@
+"""Measurements that size the LLM presets: runnable rate, and where a GRPO step's seconds go.
+
+``python -m wmrl.experiments.llm_bench step --preset llm-smoke --arm wmrl`` runs one training step and
+prints generation tokens per second, world-model seconds per scored solution against execution
+seconds per run, and the step's breakdown (generation / world model / execution / update).
+``python -m wmrl.experiments.llm_bench runnable --model FOLDER --contract fit_predict --samples 2``
+samples solutions for every held-out task and runs them for real: the share that runs ok is the
+number that says whether a model can learn anything from GRPO at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["runnable_rate", "step_breakdown"]
+
+
+def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: int, timeout_s: float = 10.0,
+                  seed: int = 0, batch_size: int = 8) -> dict:
+    """Sample ``samples`` first-turn solutions per task from ``folder`` and run each in the real sandbox."""
+    from wmrl.agent.llm.model import load_causal_lm
+    from wmrl.ledger import ComputeLedger
+    from wmrl.sandbox import Sandbox
+    from wmrl.trainer.llm.generate import TransformersGenerator
+    from wmrl.trainer.llm.rollout import RolloutSettings, rollout
+    from wmrl.trainer.rollout import Scorer
+
+    model, tokenizer = load_causal_lm(folder)
+    rows = [t for t in tasks for _ in range(samples)]
+    gen = TransformersGenerator(model, tokenizer, 1.0, batch_size=batch_size)
+    ledger = ComputeLedger()
+    scorer = Scorer(Sandbox("local", timeout_s=timeout_s), None, ledger, None, 1)
+    trajs = rollout(gen, tokenizer, rows, np.ones(len(rows), bool), np.zeros(len(rows), bool), scorer,
+                    RolloutSettings(contract, 1, max_new_tokens, 64, timeout_s), seed=seed)
+    ledger.end_step()
+    status = [t.turns[0].status("real") for t in trajs]
+    per_task = pd.Series([s == "ok" for s in status]).groupby([t.task.name for t in trajs]).mean()
+    totals = ledger.totals()
+    return {"model": str(folder), "contract": contract, "samples_per_task": samples, "max_new_tokens": max_new_tokens,
+            "runnable_rate": float(np.mean([s == "ok" for s in status])), "per_task": per_task.to_dict(),
+            "statuses": pd.Series(status).value_counts().to_dict(),
+            "mean_reward": float(np.mean([t.real_reward for t in trajs])),
+            "generated_tokens": gen.tokens_out, "generation_s": float(totals.loc["generation", "actual_s"]),
+            "tokens_per_s": gen.tokens_out / max(float(totals.loc["generation", "actual_s"]), 1e-9),
+            "examples": [{"task": t.task.name, "status": s, "reason": t.turns[0].real.reason if t.turns[0].real else "",
+                          "reply": t.turns[0].reply[:800]} for t, s in list(zip(trajs, status))[:3]]}
+
+
+def step_breakdown(run: Path) -> dict:
+    """From a run folder: seconds per step and component, tokens/s, world model vs execution per call."""
+    ledger = pd.read_parquet(run / "ledger.parquet")
+    steps = pd.read_parquet(run / "steps.parquet")
+    per = ledger.groupby("component")[["actual_s", "charged_s", "count"]].sum()
+    n_steps = ledger.step.nunique()
+    summary = json.loads((run / "summary.json").read_text())
+    cfg = summary["provenance"]["config"]
+    rows = cfg["train"]["groups_per_step"] * cfg["train"]["group_size"]
+    tokens = float((steps["completion_tokens"] * rows).sum()) if "completion_tokens" in steps else float("nan")
+    out = {"steps": n_steps, "seconds_per_step": float(per["actual_s"].sum() / n_steps),
+           "breakdown_s_per_step": (per["actual_s"] / n_steps).round(2).to_dict(),
+           "generation_tokens_per_s": tokens / max(float(per.loc["generation", "actual_s"]), 1e-9)}
+    for comp, name in (("world_model", "world_model_s_per_solution"), ("execution", "execution_s_per_run")):
+        if per.loc[comp, "count"] > 0:
+            out[name] = float(per.loc[comp, "charged_s"] / per.loc[comp, "count"])
+    if "world_model" in summary:
+        out["world_model_counters"] = summary["world_model"]
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m wmrl.experiments.llm_bench", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("step", help="time one GRPO step of a preset")
+    s.add_argument("--preset", default="llm-smoke")
+    s.add_argument("--arm", default="wmrl")
+    s.add_argument("--steps", type=int, default=1)
+    s.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                   help="override a config field, e.g. --set llm.sft_steps=0 to time a step without the warm start")
+    r = sub.add_parser("runnable", help="the share of sampled first-turn solutions that run ok, per held-out task")
+    r.add_argument("--model", required=True, help="a Hugging Face model folder")
+    r.add_argument("--contract", default="script", choices=("script", "fit_predict"))
+    r.add_argument("--samples", type=int, default=2)
+    r.add_argument("--max-new-tokens", type=int, default=384)
+    args = ap.parse_args(argv)
+    if args.cmd == "step":
+        from wmrl.config import parse_set
+        from wmrl.experiments.run import run_arm
+
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            run_arm(args.arm, args.preset, 0, Path(tmp), agent="llm", progress=False,
+                    overrides={"train.steps": args.steps, "eval.every": 10**6, "eval.samples": 1, "eval.tasks": 1,
+                               **parse_set(args.set)},
+                    memo_path=Path(tmp) / "memo.sqlite")
+            result = {"wall_s_with_setup_and_final_eval": time.perf_counter() - t0, **step_breakdown(Path(tmp))}
+    else:
+        from wmrl.tasks import get_pool
+
+        result = runnable_rate(args.model, args.contract, get_pool().heldout, args.samples, args.max_new_tokens)
+    print(json.dumps(result, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

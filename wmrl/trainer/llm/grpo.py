@@ -1,0 +1,206 @@
+r"""WMRL on TRL's GRPOTrainer: the rollout function, the reward hook and the bookkeeping callback.
+
+TRL owns the GRPO update (sequence log-probs, the KL to the initial policy, the entropy bonus,
+the optimiser, gradient accumulation, checkpoints); WMRL plugs in at three places:
+
+1. :class:`WMRLRollout` is GRPOTrainer's ``rollout_func``. Once per generation batch it asks the
+   WMRL step for this step's routing (every process holds the same seeded step object, so every
+   process selects the same anchor groups without communicating), maps its rows to groups
+   (global row index // ``num_generations``), and rolls out multi-turn trajectories
+   (:func:`wmrl.trainer.llm.rollout.rollout`): executed groups get the sandbox's feedback, the
+   others the world model's. It returns the token ids with ``env_mask`` (feedback tokens 0: out
+   of the loss) and, per row, the real reward and the raw world-model score.
+2. :class:`WMRLReward` is the reward function. It gathers the rows of every process, calls the
+   WMRL step (Online Debiasing, the :math:`\eta^2` audit, IVD weights; :mod:`wmrl.step`), and
+   returns :math:`G\,w_g R_{gi}`. With TRL's ``scale_rewards="none"`` the advantage is
+   :math:`A_{gi} = r_{gi} - \mathrm{mean}_j r_{gj}`, linear in a group's rewards, so a group
+   scaled by :math:`G w_g` gets advantages :math:`G w_g A_{gi}`: the fused gradient
+   :math:`g = \sum_g w_g \frac1n \sum_i A_{gi} \nabla\log\pi(\tau_{gi})` times :math:`G`, which is
+   plain GRPO's scale when every :math:`w_g = 1/G` (``tests/test_llm_trainer.py`` checks this on
+   TRL's own advantage code).
+3. :class:`WMRLCallback` closes each step: it bills the update's seconds to the compute ledger,
+   evaluates on held-out tasks on schedule, and stores the step object, the ledgers and the run's
+   logs next to each of TRL's checkpoints, so that a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from transformers import TrainerCallback
+
+from wmrl.ledger import ComputeLedger
+from wmrl.trainer.llm.rollout import RolloutSettings, rollout
+
+__all__ = ["RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key"]
+
+STATE_FILE = "wmrl_state.pt"
+
+
+def prompt_key(prompt: list[dict]) -> str:
+    """A conversation's identity (TRL hands ``rollout_func`` the prompts only, not the other columns)."""
+    return "\x1e".join(f"{m['role']}\x1f{m['content']}" for m in prompt)
+
+
+@dataclass
+class RunLog:
+    """What a run records besides the model: per-step rows, evaluations, anchor pairs, two ledgers."""
+
+    steps: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+    pairs: list[dict] = field(default_factory=list)
+    wall_s: float = 0.0
+    ledger: ComputeLedger = field(default_factory=ComputeLedger)
+    eval_ledger: ComputeLedger = field(default_factory=ComputeLedger)
+    pending: dict = field(default_factory=dict)  # the current step's row, filled by rollout and reward
+    rollout_s: float = 0.0  # seconds of this step spent in rollout_func and the reward hook
+
+    def state_dict(self) -> dict:
+        return {"steps": self.steps, "evals": self.evals, "pairs": self.pairs, "wall_s": self.wall_s,
+                "ledger": self.ledger.state_dict(), "eval_ledger": self.eval_ledger.state_dict()}
+
+    def load_state_dict(self, s: dict) -> None:
+        self.steps, self.evals, self.pairs, self.wall_s = list(s["steps"]), list(s["evals"]), list(s["pairs"]), s["wall_s"]
+        self.ledger.load_state_dict(s["ledger"])
+        self.eval_ledger.load_state_dict(s["eval_ledger"])
+
+
+class WMRLRollout:
+    """GRPOTrainer's ``rollout_func``: routing, multi-turn rollouts, rewards per row."""
+
+    def __init__(self, step, tasks_by_prompt: dict, scorer, settings: RolloutSettings, seed: int, log: RunLog,
+                 generator_for, world_model=None):
+        self.step, self.tasks_by_prompt, self.scorer, self.settings = step, tasks_by_prompt, scorer, settings
+        self.seed, self.log, self.generator_for, self.world_model = int(seed), log, generator_for, world_model
+        self.routing = None
+        self.trajectories: list = []
+
+    def __call__(self, prompts: list, trainer) -> dict:
+        t0 = time.perf_counter()
+        n, acc = trainer.num_generations, trainer.accelerator
+        offset = acc.process_index * len(prompts)
+        routing = self.step.route()  # once per generation batch, identically on every process
+        n_groups = acc.num_processes * len(prompts) // n
+        if routing.n_groups != n_groups:
+            raise RuntimeError(f"the WMRL step routes {routing.n_groups} groups but the trainer's generation batch "
+                               f"holds {n_groups} groups of {n}; build the trainer with the step's group count")
+        groups = [(offset + i) // n for i in range(len(prompts))]
+        tasks = [self.tasks_by_prompt[prompt_key(p)] for p in prompts]
+        step_no = trainer.state.global_step
+        if self.world_model is not None and hasattr(self.world_model, "reseed"):
+            self.world_model.reseed([self.seed, step_no])  # replayable: depends on (seed, step) only
+        rows = rollout(self.generator_for(trainer), trainer.processing_class, tasks, routing.executed[groups],
+                       routing.predicted[groups], self.scorer, self.settings,
+                       seed=self.seed * 1_000_003 + step_no * 10_007 + acc.process_index)
+        self.routing, self.trajectories = routing, rows
+        first = [r.turns[0] for r in rows]
+        self.log.pending = {
+            "mean_turns": float(np.mean([len(r.turns) for r in rows])),
+            "malformed_rate": float(np.mean([t.malformed for t in first])),
+            "completion_tokens": float(np.mean([sum(len(t.reply_ids) for t in r.turns) for r in rows])),
+            "real_ok_rate": _rate([any(t.real is not None and t.real.status == "ok" for t in r.turns)
+                                   for r in rows if r.executed]),
+            # the world model's status accuracy on turns that were both run and predicted (the anchors)
+            "status_acc": _rate([t.real.status == t.pred.status for r in rows for t in r.turns
+                                 if t.real is not None and t.pred is not None]),
+        }
+        self.log.rollout_s += time.perf_counter() - t0
+        return {
+            "prompt_ids": [r.prompt_ids for r in rows],
+            "completion_ids": [r.completion_ids for r in rows],
+            "logprobs": None,
+            "env_mask": [r.env_mask for r in rows],
+            "wmrl_row": [offset + i for i in range(len(rows))],
+            "wmrl_real": [r.real_reward for r in rows],
+            "wmrl_pred": [r.wm_reward for r in rows],
+        }
+
+
+def _rate(flags) -> float:
+    flags = list(flags)
+    return float(np.mean(flags)) if flags else math.nan
+
+
+class WMRLReward:
+    """The reward hook: the WMRL step on the gathered batch, returning :math:`G\\,w_g R_{gi}` per local row."""
+
+    __name__ = "wmrl"
+
+    def __init__(self, step, rollout_func: WMRLRollout, log: RunLog, trainer_ref):
+        self.step, self.rollout_func, self.log, self.trainer_ref = step, rollout_func, log, trainer_ref
+
+    def __call__(self, prompts, completions, wmrl_row, wmrl_real, wmrl_pred, **kwargs) -> list[float | None]:
+        from accelerate.utils import gather_object
+
+        t0 = time.perf_counter()
+        trainer = self.trainer_ref()
+        n = trainer.num_generations
+        rows = gather_object(list(zip(wmrl_row, wmrl_real, wmrl_pred)))
+        rows.sort(key=lambda r: r[0])
+        real = np.array([np.nan if r[1] is None else r[1] for r in rows], float).reshape(-1, n)
+        pred = np.array([np.nan if r[2] is None else r[2] for r in rows], float).reshape(-1, n)
+        routing = self.rollout_func.routing
+        out = self.step(real, pred, routing.executed)
+        scaled = len(out.weights) * out.weights[:, None] * out.rewards  # G w_g R_gi: advantages become G w_g A_gi
+        p, c, t = out.pairs
+        step_no = trainer.state.global_step
+        self.log.pairs += [{"step": step_no, "pred": float(a), "calibrated": float(b), "true": float(d)}
+                           for a, b, d in zip(p, c, t)]
+        wm = [r[2] for r in rows if r[2] is not None]
+        re = [r[1] for r in rows if r[1] is not None]
+        self.log.pending.update(out.log, real_reward=float(np.mean(re)) if re else math.nan,
+                                wm_reward=float(np.mean(wm)) if wm else math.nan)
+        local = {row: i for i, row in enumerate(r[0] for r in rows)}
+        flat = scaled.ravel()
+        self.log.rollout_s += time.perf_counter() - t0
+        return [None if np.isnan(flat[local[r]]) else float(flat[local[r]]) for r in wmrl_row]
+
+
+class WMRLCallback(TrainerCallback):
+    """Closes each optimiser step: ledger, evaluation on schedule, WMRL state beside TRL's checkpoints."""
+
+    def __init__(self, step, log: RunLog, evaluate, eval_every: int, total_steps: int, world_model=None):
+        self.step, self.log, self.evaluate = step, log, evaluate
+        self.eval_every, self.total_steps, self.world_model = int(eval_every), int(total_steps), world_model
+        self._t0 = 0.0
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._t0 = time.perf_counter()
+        self.log.rollout_s = 0.0
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        wall = time.perf_counter() - self._t0
+        # the optimiser's share: forward/backward of the policy and the reference model, the optimiser step
+        self.log.ledger.charge("update", max(0.0, wall - self.log.rollout_s))
+        self.log.ledger.end_step()
+        wm = self.world_model
+        row = {"step": state.global_step - 1, **self.log.pending}
+        if wm is not None and hasattr(wm, "n_parse_fail"):
+            row.update(wm_calls=wm.n_calls, wm_parse_fail=wm.n_parse_fail)
+        self.log.steps.append(row)
+        self.log.pending = {}
+        self.log.wall_s += wall
+        if state.global_step % self.eval_every == 0 and state.global_step < self.total_steps:
+            t0 = time.perf_counter()
+            self.log.evals += self.evaluate(model, state.global_step)
+            self.log.eval_ledger.end_step()
+            self.log.wall_s += time.perf_counter() - t0
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        """TRL's own metrics of the step (loss, KL, entropy, ...) join the step's row."""
+        if not logs or not self.log.steps or "loss" not in logs:
+            return
+        keep = {"loss": "loss", "kl": "kl", "entropy": "entropy", "grad_norm": "grad_norm",
+                "learning_rate": "lr", "completions/mean_length": "mean_length"}
+        self.log.steps[-1].update({new: float(logs[old]) for old, new in keep.items() if old in logs})
+
+    def on_save(self, args, state, control, **kwargs):
+        folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+        if os.path.isdir(folder) and state.is_world_process_zero:
+            torch.save({"step": self.step.state_dict(), "log": self.log.state_dict()},
+                       os.path.join(folder, STATE_FILE))

@@ -1,0 +1,114 @@
+"""The supervised warm start: TRL's SFTTrainer on grammar-rendered solutions of the training tasks.
+
+The paper starts GRPO from an instruct model that already writes runnable code. A 135M model does
+not (measured: see the LLM preset's notes), so the CPU path first fine-tunes it on solutions the
+grammar agent renders (:func:`wmrl.agent.grammar.render`, compacted) for the *training* tasks
+only - the held-out tasks are never seen. The solutions are drawn from the grammar agent's
+documented habits (:mod:`wmrl.agent.habits`), mistakes included, so the warm-started model inherits
+a realistic failure rate instead of a perfect one, and GRPO has something to learn.
+
+Each example is the rollout's first-turn conversation (:func:`wmrl.agent.llm.prompt.task_messages`)
+as the prompt and the solution in a fenced block as the completion; the loss is on the completion
+only. The result is a model folder under the data root, keyed by everything that shapes it
+(base model, contract, tasks, steps, learning rate, batch, seed), built once and atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from wmrl.agent.habits import habit_choices
+from wmrl.agent.llm.prompt import task_messages
+from wmrl.agent.llm.solution import fit_predict_target, reply_for, script_target
+
+__all__ = ["sft_dataset", "sft_folder", "solution_target"]
+
+
+def solution_target(task, choices, contract: str) -> str:
+    """The code a warm-started model should write for ``task`` under grammar ``choices``."""
+    return script_target(task, choices) if contract == "script" else fit_predict_target(task, choices)
+
+
+def sft_dataset(tasks, contract: str, per_task: int, seed: int, time_limit_s: float, memory_mb: int) -> list[dict]:
+    """``per_task`` prompt/completion examples per training task, solutions drawn from the habits."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for task in tasks:
+        prompt = task_messages(task, contract, time_limit_s, memory_mb)
+        seen = set()
+        for _ in range(per_task):
+            code = solution_target(task, habit_choices(task, rng), contract)
+            if code in seen:  # a few tasks have few distinct scripts; duplicates would only overweight them
+                continue
+            seen.add(code)
+            rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": reply_for(code)}]})
+    order = rng.permutation(len(rows))
+    return [rows[i] for i in order]
+
+
+def _key(base: Path, cfg, tasks) -> str:
+    spec = {"base": str(base), "contract": cfg.llm.contract, "tasks": sorted(t.name for t in tasks),
+            "steps": cfg.llm.sft_steps, "lr": cfg.llm.sft_lr, "batch": cfg.llm.sft_batch,
+            "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "timeout_s": cfg.sandbox.timeout_s,
+            "memory_mb": cfg.sandbox.memory_mb}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> tuple[Path, dict]:
+    """The warm-started model folder for ``cfg`` (built on first use); returns it and its build record."""
+    final = models / f"sft-{_key(base, cfg, tasks)}"
+    record = final / "wmrl_sft.json"
+    if record.exists():
+        return final, json.loads(record.read_text())
+    import time
+
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from wmrl.agent.llm.model import load_causal_lm
+
+    models.mkdir(parents=True, exist_ok=True)
+    rows = sft_dataset(tasks, cfg.llm.contract, cfg.llm.sft_per_task, cfg.seed, cfg.sandbox.timeout_s,
+                       cfg.sandbox.memory_mb)
+    tmp = Path(tempfile.mkdtemp(dir=models, prefix=f".{final.name}."))
+    try:
+        model, tokenizer = load_causal_lm(base)
+        tokenizer.padding_side = "right"  # training batches pad on the right
+        args = SFTConfig(output_dir=str(tmp / "trainer"), max_steps=cfg.llm.sft_steps, learning_rate=cfg.llm.sft_lr,
+                         per_device_train_batch_size=cfg.llm.sft_batch, gradient_accumulation_steps=1,
+                         lr_scheduler_type="cosine", warmup_steps=max(1, cfg.llm.sft_steps // 10), logging_steps=5,
+                         save_strategy="no", report_to=[], seed=cfg.seed, use_cpu=not _cuda(),
+                         completion_only_loss=True, max_length=4096, disable_tqdm=not progress)
+        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+        t0 = time.perf_counter()
+        result = trainer.train()
+        seconds = time.perf_counter() - t0
+        out = tmp / "model"
+        trainer.model.save_pretrained(out)
+        tokenizer.padding_side = "left"
+        tokenizer.save_pretrained(out)
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        info = {"examples": len(rows), "steps": cfg.llm.sft_steps, "seconds": seconds,
+                "train_loss": float(result.training_loss), "first_loss": losses[0] if losses else None,
+                "last_loss": losses[-1] if losses else None,
+                "tokens": int(max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0)),
+                "tasks": sorted(t.name for t in tasks), "base": str(base), "contract": cfg.llm.contract}
+        (out / "wmrl_sft.json").write_text(json.dumps(info, indent=1))
+        if final.exists():
+            shutil.rmtree(final)
+        out.rename(final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final, info
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

@@ -1,0 +1,206 @@
+"""The LLM agent's training run: warm start, GRPO on TRL, held-out evaluation, the run folder.
+
+A thin driver, like the grammar agent's (:mod:`wmrl.trainer.grammar`): the WMRL step
+(:mod:`wmrl.step`) does the method, TRL's GRPOTrainer the policy update, :mod:`.grpo` the glue;
+this module builds the parts from the :class:`~wmrl.config.RunConfig`, resumes from the last
+checkpoint if there is one, and writes the same files as a grammar run
+(:func:`wmrl.trainer.runs.write_run`), so notebooks read both alike.
+
+Arms: ``untrained`` evaluates the instruct model as it ships; ``sft`` the supervised warm start
+(``llm.sft_steps`` > 0); the trained arms start from the warm start when there is one, else from
+the instruct model, and run GRPO with the arm's routing and corrections.
+
+The frozen world model is the initial policy: the same weights the trained arms start from,
+loaded once more and never updated (``world_model.model`` overrides it).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+from wmrl.config import RunConfig
+from wmrl.step import WMRLStep
+from wmrl.trainer.components import data_root, make_memo, make_sandbox, make_world_model
+from wmrl.trainer.llm.generate import TransformersGenerator, VLLMGenerator
+from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, WMRLRollout, prompt_key
+from wmrl.trainer.llm.rollout import RolloutSettings, rollout
+from wmrl.trainer.rollout import Scorer
+from wmrl.trainer.runs import per_category, write_run
+
+__all__ = ["GENERATION_BATCH", "evaluate", "initial_model", "rollout_settings", "train", "trainer_args"]
+
+#: Rows sampled together by the in-process generator (its KV cache is small next to the update's logits).
+GENERATION_BATCH = 8
+
+
+def rollout_settings(cfg: RunConfig) -> RolloutSettings:
+    return RolloutSettings(cfg.llm.contract, cfg.train.max_turns, cfg.llm.max_new_tokens, cfg.llm.obs_max_tokens,
+                           cfg.sandbox.timeout_s, cfg.sandbox.memory_mb)
+
+
+def base_model(cfg: RunConfig) -> Path:
+    """The instruct model as a Hugging Face folder (SmolLM2 is dequantised from its GGUF on first use)."""
+    if cfg.agent.model == "smollm2-135m":
+        from wmrl.agent.llm.model import smollm2_folder
+
+        return smollm2_folder(data_root() / "models")
+    return Path(cfg.agent.model)
+
+
+def initial_model(cfg: RunConfig, pool, progress: bool = False) -> tuple[Path, dict | None]:
+    """The policy a run starts from (the warm start when ``llm.sft_steps`` > 0) and the SFT record."""
+    base = base_model(cfg)
+    if cfg.arm == "untrained" or cfg.llm.sft_steps == 0:
+        if cfg.arm == "sft":
+            raise ValueError("arm 'sft' needs a warm start: set llm.sft_steps > 0")
+        return base, None
+    from wmrl.trainer.llm.sft import sft_folder
+
+    return sft_folder(cfg, base, per_category(pool.train, cfg.train.train_tasks), data_root() / "models", progress)
+
+
+def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int) -> list[dict]:
+    """avg@k held-out leaderboard percentile per task, with real execution and real feedback."""
+    ev = cfg.eval
+    rows_tasks = [t for t in tasks for _ in range(ev.samples)]
+    n = len(rows_tasks)
+    gen = TransformersGenerator(model, tokenizer, cfg.train.temperature, batch_size=GENERATION_BATCH)
+    trajs = rollout(gen, tokenizer, rows_tasks, np.ones(n, bool), np.zeros(n, bool), scorer, rollout_settings(cfg),
+                    seed=cfg.seed * 1_000_003 + 999_983 + step)  # never the training rollouts' seeds
+    out = []
+    for i, task in enumerate(tasks):
+        grp = trajs[i * ev.samples:(i + 1) * ev.samples]
+        out.append({"step": step, "task": task.name, "category": task.category,
+                    "percentile": float(np.mean([t.percentile for t in grp])),
+                    "reward": float(np.mean([t.real_reward for t in grp])),
+                    "ok_rate": float(np.mean([any(x.real is not None and x.real.status == "ok" for x in t.turns)
+                                              for t in grp]))})
+    return out
+
+
+def trainer_args(cfg: RunConfig, out: Path, n_groups: int):
+    """TRL's GRPOConfig for the run: one optimiser step per generation batch of ``n_groups`` x n rows."""
+    import torch
+    from trl import GRPOConfig
+
+    t, llm = cfg.train, cfg.llm
+    rows = n_groups * t.group_size
+    micro = math.gcd(rows, llm.micro_batch)
+    accum = rows // micro
+    return GRPOConfig(
+        output_dir=str(out / "trl"), seed=cfg.seed, use_cpu=not torch.cuda.is_available(), report_to=[],
+        max_steps=t.steps, learning_rate=t.lr, lr_scheduler_type="constant", warmup_steps=0,
+        num_generations=t.group_size, per_device_train_batch_size=micro, gradient_accumulation_steps=accum,
+        steps_per_generation=accum, num_iterations=1,
+        beta=t.kl_coef,  # KL to the initial policy (paper 0.04)
+        entropy_coef=t.ent_coef,  # entropy bonus (paper 0.002)
+        temperature=t.temperature, top_p=1.0, top_k=0,
+        scale_rewards="group" if t.std_normalize else "none",  # "none": advantages linear in rewards (IVD's w_g)
+        loss_type=llm.loss_type, max_completion_length=t.max_turns * (llm.max_new_tokens + llm.obs_max_tokens + 32),
+        mask_truncated_completions=False, logging_steps=1, save_strategy="steps", save_steps=t.checkpoint_every,
+        save_total_limit=1, disable_tqdm=True, shuffle_dataset=True,
+        gradient_checkpointing=False,  # TRL's default trades compute for memory; on CPU compute is what is short
+        use_vllm=llm.generation == "vllm", vllm_mode=llm.vllm_mode,
+    )
+
+
+def _last_checkpoint(folder: Path) -> Path | None:
+    ckpts = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    ckpts = [c for c in ckpts if (c / STATE_FILE).exists()]
+    return ckpts[-1] if ckpts else None
+
+
+def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progress: bool = True) -> dict:
+    """Warm-start, train (resuming from the last checkpoint), evaluate and write the run folder ``out``."""
+    from wmrl.agent.llm.model import load_causal_lm
+
+    t = cfg.train
+    train_tasks = per_category(pool.train, t.train_tasks)
+    eval_tasks = per_category(pool.heldout, cfg.eval.tasks)
+    if not train_tasks or not eval_tasks:
+        raise RuntimeError(f"the pool at {pool.root} has no training or no held-out tasks")
+    out.mkdir(parents=True, exist_ok=True)
+    init, sft_info = initial_model(cfg, pool, progress)
+    sandbox = make_sandbox(cfg.sandbox)
+    db = make_memo(cfg, pool, memo_path)
+    log = RunLog()
+    eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
+    extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
+    if not cfg.arm_spec.train:
+        model, tokenizer = load_causal_lm(init)
+        log.evals = evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, 0)
+        log.eval_ledger.end_step()
+        return _write(out, cfg, preset, log, None, db, extra)
+    wm = None
+    if cfg.arm_spec.world_model:
+        wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init),
+                              llm_options={"mode": cfg.llm.wm_mode, "max_new_tokens": cfg.llm.wm_max_new_tokens})
+    scorer = Scorer(sandbox, wm, log.ledger, db, cfg.sandbox.workers)
+    step = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
+                    std_normalize=t.std_normalize)
+    n_groups = step.anchors.n_anchors(t.groups_per_step) if cfg.arm_spec.anchors_only else t.groups_per_step
+    trainer = build_trainer(cfg, out, init, train_tasks, eval_tasks, step, n_groups, scorer, eval_scorer, log, wm)
+    resume = _last_checkpoint(out / "trl")
+    if resume is not None:
+        import torch
+
+        saved = torch.load(resume / STATE_FILE, weights_only=False)
+        step.load_state_dict(saved["step"])
+        log.load_state_dict(saved["log"])
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    if not any(r["step"] == t.steps for r in log.evals):
+        log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
+        log.eval_ledger.end_step()
+    return _write(out, cfg, preset, log, step, db, extra, wm)
+
+
+def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks, step, n_groups: int, scorer,
+                  eval_scorer, log: RunLog, wm=None):
+    """The GRPOTrainer of a run, with WMRL's rollout function, reward hook and callback wired in."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    from wmrl.agent.llm.prompt import task_messages
+
+    settings = rollout_settings(cfg)
+    prompts = {t.name: task_messages(t, settings.contract, settings.time_limit_s, settings.memory_mb)
+               for t in train_tasks}
+    dataset = Dataset.from_list([{"prompt": prompts[t.name], "task": t.name} for t in train_tasks])
+    by_prompt = {prompt_key(prompts[t.name]): t for t in train_tasks}
+    tokenizer = AutoTokenizer.from_pretrained(str(init))
+    tokenizer.padding_side = "left"
+    if cfg.llm.generation == "vllm":
+        def generator_for(trainer):
+            return VLLMGenerator(trainer)
+    else:
+        def generator_for(trainer):
+            return TransformersGenerator(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
+                                         cfg.train.temperature, batch_size=GENERATION_BATCH)
+    roll = WMRLRollout(step, by_prompt, scorer, settings, cfg.seed, log, generator_for, wm)
+    holder: list = []
+    reward = WMRLReward(step, roll, log, lambda: holder[0]())
+
+    def run_eval(model, at_step):
+        return evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, at_step)
+
+    callback = WMRLCallback(step, log, run_eval, cfg.eval.every, cfg.train.steps, wm)
+    trainer = GRPOTrainer(model=str(init), reward_funcs=[reward], args=trainer_args(cfg, out, n_groups),
+                          train_dataset=dataset, processing_class=tokenizer, rollout_func=roll, callbacks=[callback])
+    holder.append(weakref.ref(trainer))
+    return trainer
+
+
+def _write(out, cfg, preset, log: RunLog, step, db, extra, wm=None) -> dict:
+    memo = {"enabled": db is not None, "hits": db.hits if db else 0, "misses": db.misses if db else 0}
+    if wm is not None and hasattr(wm, "n_parse_fail"):
+        extra["world_model"] = {"calls": wm.n_calls, "repairs": wm.n_repairs, "parse_fail": wm.n_parse_fail,
+                                "parse_fail_rate": wm.parse_fail_rate, "gated": wm.n_gated,
+                                "predictions": wm.n_predictions}
+    return write_run(out, cfg, preset, steps=log.steps, evals=log.evals, pairs=log.pairs, ledger=log.ledger,
+                     eval_ledger=log.eval_ledger, snapshots=step.debiaser.snapshots if step else [],
+                     wall_s=log.wall_s, extra={"memo": memo, **extra})
