@@ -3,8 +3,9 @@
 A run lives like the agent runs (:mod:`wmrl.runs`), under
 ``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>/``:
 
-- ``result.json``: arm, preset, seed, the evaluation metrics, the per-state successes, the
-  learning curve (one row per step: success, the step object's log, timings), the anchor pairs,
+- ``result.json``: arm, preset, seed, the noise scheme (:data:`wmrl.vla.crn.SCHEME`), the
+  evaluation metrics, the per-state successes, the learning curve (one row per step: success, the
+  world model's fidelity on the step's rollouts, the step object's log, timings), the anchor pairs,
   the SFT stage's losses, timings, and the provenance (the whole :class:`~wmrl.vla.config.VLAConfig`,
   seed, git commit, date, machine);
 - ``checkpoint.pt``: everything needed to resume (git-ignored).
