@@ -45,7 +45,15 @@ from wmrl.vla.envs import (
 from wmrl.vla.evaluate import evaluate, summarise
 from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import frame_features, train_progress
-from wmrl.vla.results import load_results, result_path, sft_cache_dir, vla_run_dir
+from wmrl.vla.results import (
+    history_table,
+    load_results,
+    pairs_table,
+    result_path,
+    runs_table,
+    sft_cache_dir,
+    vla_run_dir,
+)
 from wmrl.vla.runner import run_one
 
 torch.set_num_threads(1)
@@ -333,6 +341,19 @@ def test_the_cli_takes_set_overrides_and_refuses_bad_ones_with_the_reason(capsys
     (res,) = load_results(tmp_path, "smoke", tag="short")
     assert res["provenance"]["config"]["eval"]["states"] == 17 and len(res["success"][0]) == 17
     assert load_results(tmp_path, "smoke") == []  # a tagged variant is never mistaken for the default run
+
+
+def test_the_notebook_tables_hold_every_run_step_and_pair_as_the_result_files_do(smoke_runs):
+    results, runs = smoke_runs
+    found = load_results(results, "smoke")
+    table, hist, pairs = runs_table(found), history_table(found), pairs_table(found)
+    for arm, res in runs.items():
+        row = table[(table.arm == arm) & (table.seed == 0)].iloc[0]
+        assert row.overall == res["metrics"]["all"]["overall"] and row.k == res["metrics"]["k"]
+        assert row["sr_ood_push-v3"] == res["metrics"]["push-v3"]["sr_ood"]
+        assert row.env_steps == sum(h["env_steps"] for h in res["history"])
+        assert (hist.arm == arm).sum() == len(res["history"]) and (pairs.arm == arm).sum() == len(res["pairs"])
+    assert list(pairs.columns) == ["arm", "seed", "step", "pred", "calibrated", "true"]
 
 
 def test_results_in_the_old_layout_are_refused_with_how_to_regenerate_them(tmp_path):
