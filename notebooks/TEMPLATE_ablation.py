@@ -70,28 +70,24 @@ print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} base={BASE} varian
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
-from wmrl.experiments import report
-from wmrl.experiments.collect import ensure_runs, load_runs
+from wmrl.experiments import claims, plots, stats
+from wmrl.experiments.collect import load_arm_runs
 
-nb.use_style()
-if cfg.train:
-    ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir)  # the default runs (shared with 01-04)
-    for v in VARIANTS:
-        ensure_runs([BASE], cfg.seeds, cfg.preset, cfg.results_dir, tag=v.tag, overrides=v.overrides)
-runs = pd.concat([load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds)]
-                 + [load_runs(cfg.preset, cfg.results_dir, arms=[BASE], seeds=cfg.seeds, tag=v.tag) for v in VARIANTS],
-                 ignore_index=True).pipe(report.add_totals)
+plots.use_style()
 ARMS_HERE = [BASE, *LABELS]
-report.check_runs_present(runs, ARMS_HERE, cfg.seeds)
+runs = pd.concat([load_arm_runs(cfg, [BASE])]  # the default runs (shared with 01-04; trained here if missing)
+                 + [load_arm_runs(cfg, [BASE], tag=v.tag, overrides=v.overrides) for v in VARIANTS], ignore_index=True)
+print(f"{len(runs)} runs: {ARMS_HERE} x seeds {cfg.seeds}")
 
 # %% [markdown]
 # ## 1. The table (means with 95% intervals over seeds)
 
 # %% tags=["nbval-check-output"]
-table = report.arm_table(runs, ARMS_HERE, {"held-out Avg (%)": ("avg", 100, 1),
-                                           "execution (CPU-h)": ("execution_charged_h", 1, 4),
-                                           "total (CPU-h)": ("total_charged_h", 1, 4)})
+table = stats.arm_table(runs, ARMS_HERE, {"held-out Avg (%)": ("avg", 100, 1),
+                                          "execution (CPU-h)": ("execution_charged_h", 1, 4),
+                                          "total (CPU-h)": ("total_charged_h", 1, 4)})
 with pd.option_context("display.width", 200, "display.max_columns", 20):
     print(table.to_string())
 
@@ -105,10 +101,10 @@ with pd.option_context("display.width", 200, "display.max_columns", 20):
 # %% tags=["nbval-check-output"]
 paired = []
 for v, label in zip(VARIANTS, LABELS):
-    d = report.paired_diff(runs, label, BASE, "avg", 100)
-    r = report.paired_diff(runs, label, BASE, "execution_charged_s", op="ratio")
-    paired.append({"variant": label, "Δ held-out Avg (points)": report.fmt_ci(*d[:3]),
-                   "execution ratio": report.fmt_ci(*r[:3], digits=2), "seeds": d[3]})
+    d = stats.paired_diff(runs, label, BASE, "avg", 100)
+    r = stats.paired_diff(runs, label, BASE, "execution_charged_s", op="ratio")
+    paired.append({"variant": label, "Δ held-out Avg (points)": stats.fmt_ci(*d[:3]),
+                   "execution ratio": stats.fmt_ci(*r[:3], digits=2), "seeds": d[3]})
 paired = pd.DataFrame(paired).set_index("variant")
 with pd.option_context("display.width", 200, "display.max_columns", 20):
     print(paired.to_string())
@@ -117,31 +113,29 @@ with pd.option_context("display.width", 200, "display.max_columns", 20):
 # ## 3. Figure
 #
 # Left: held-out Avg per arm (bars: means; error bars: 95% intervals over seeds; dots: seeds).
-# Right: each variant minus the base arm, paired by seed (95% interval), against the swept value
-# for a sweep.
+# Right: each variant minus the base arm, paired by seed (95% interval; dots: seeds), against the
+# swept value for a sweep.
 
 # %%
-colors = {BASE: nb.ARM_COLORS.get(BASE, "tab:gray"),
+colors = {BASE: plots.arm_color(BASE),
           **{label: plt.cm.viridis(x) for label, x in zip(LABELS, np.linspace(0.15, 0.85, len(LABELS)))}}
 fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-report.bar_ci(axes[0], report.arm_summary(runs, "avg", ARMS_HERE, 100), "held-out Avg (percentile points)",
-              "Held-out score (95% CI over seeds)", colors=colors)
-for i, arm in enumerate(ARMS_HERE):
-    seeds_avg = runs.loc[runs.arm == arm, "avg"] * 100
-    axes[0].scatter(np.full(len(seeds_avg), i), seeds_avg, s=14, color="k", zorder=3,
-                    label="one seed" if i == 0 else None)
-axes[0].tick_params(axis="x", labelrotation=15)
-axes[0].legend(fontsize=8)
+plots.bar_ci(axes[0], stats.arm_summary(runs, "avg", ARMS_HERE, 100), "held-out Avg (percentile points)",
+             "Held-out score (95% CI over seeds)", colors=colors)
 swept = next(iter(ABL_SWEEP), None)
-for i, (v, label) in enumerate(zip(VARIANTS, LABELS)):
-    m, lo, hi, n = report.paired_diff(runs, label, BASE, "avg", 100)
+for i, label in enumerate(LABELS):
+    d = stats.paired_values(runs, label, BASE, "avg", scale=100)
+    m, lo, hi = stats.mean_ci(d)
     err = None if np.isnan(lo) else [[m - lo], [hi - m]]
-    axes[1].errorbar([i], [m], yerr=err, fmt="o", capsize=4, color=colors[label], label=f"{label} (n={n})")
+    axes[1].errorbar([i], [m], yerr=err, fmt="o", ms=7, capsize=4, color=colors[label], label=f"{label} (n={len(d)})")
+    axes[1].plot(np.full(len(d), i) + np.linspace(-0.08, 0.08, len(d)), d, "o", ms=4, color="k", mfc="white", zorder=3)
 axes[1].axhline(0, color="k", lw=0.8)
 axes[1].set_xticks(range(len(VARIANTS)), [str(v.value) if swept else v.tag for v in VARIANTS])
-axes[1].set(xlabel=swept or "variant", ylabel=f"Δ held-out Avg vs {BASE} (points)",
-            title="Variant − base, paired by seed (95% CI)")
-axes[1].legend(fontsize=8)
+axes[1].set(xlabel=swept or "variant", ylabel=f"Δ held-out Avg vs {BASE} (percentile points)",
+            title="Variant − base, paired by seed")
+handles, _ = axes[1].get_legend_handles_labels()
+axes[1].legend(handles=handles + [Line2D([], [], color="k", lw=1, label=plots.CI_LABEL),
+                                  Line2D([], [], ls="", marker="o", ms=4, color="k", mfc="white", label="one seed")])
 fig.tight_layout()
 nb.save_figure(fig, ABL_NAME, cfg, f"{ABL_NAME}: {BASE} with {ABL_OVERRIDES}"
                + (f" over {swept}={ABL_SWEEP[swept]}" if swept else "")
@@ -152,17 +146,30 @@ plt.show()
 # %% [markdown]
 # ## 4. Claims (EDIT: state what you expect of each variant, and in which direction)
 #
-# **reproduced** when the seed-paired 95% interval of variant − base lies on the expected side of
-# 0, **fails** when it lies on the other side, **inconclusive** otherwise.
+# As in notebooks 01-03: each claim is a seed-paired comparison with the smallest difference the
+# seeds could detect (80% power), the verdict (**reproduced** when the 95% interval of
+# variant − base lies on the expected side of 0, **fails** on the other side, **inconclusive**
+# otherwise) and the verdict after Holm's correction over the table's claims.
 
 # %% tags=["nbval-check-output"]
-CLAIMS = [report.Claim(f"A{i + 1}", f"{label} beats {BASE}", "(your hypothesis)", label, BASE, expect=">")
+CLAIMS = [claims.Claim(f"A{i + 1}", f"{label} beats {BASE}", "(your hypothesis)", label, BASE, expect=">")
           for i, label in enumerate(LABELS)]
+verdicts = claims.evaluate_claims(runs, CLAIMS)
 with pd.option_context("display.width", 200, "display.max_colwidth", 80):
-    print(report.claims_table(runs, CLAIMS).to_string())
+    print(claims.claims_display(verdicts).to_string())
 
 # %% [markdown]
-# Where the runs come from (git commit, date): every number above is read from these folders.
+# ## What we see
+#
+# Computed from the claims table above (`claims.what_we_see`), so this text cannot say more than
+# the numbers.
+
+# %% tags=["nbval-check-output"]
+print("\n".join(claims.what_we_see(verdicts)))
+
+# %% [markdown]
+# Where the runs come from (git commit, date; folders relative to `RESULTS_DIR`): every number
+# above is read from these folders.
 
 # %%
-runs[["arm", "seed", "git_commit", "date", "dir"]]
+runs[["arm", "seed", "git_commit", "date", "run"]]

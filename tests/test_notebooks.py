@@ -60,8 +60,7 @@ def test_notebook_runs_end_to_end_at_the_smoke_preset(name, shared_results, kern
 
 
 # Notebooks whose figures are another helper's to fix (they draw their own panels, not the shared plots).
-FIGURES_OWNED_ELSEWHERE = {"06_vla": "notebook 06's curves panel has no y label; it adopts wmrl.experiments.plots "
-                                    "in the VLA work"}
+FIGURES_OWNED_ELSEWHERE: dict[str, str] = {}
 
 
 @pytest.mark.slow

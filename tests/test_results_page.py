@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from wmrl.experiments import claims, results_page
 from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
@@ -15,8 +13,8 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     page = results_page.results_page(RESULTS, "small")
-    vla = results_page._vla_runs(RESULTS, "small", [0, 1, 2])
-    for c in claims.MAIN + claims.ABLATION + claims.ANCHOR_ONLY + (claims.VLA if isinstance(vla, pd.DataFrame) else ()):
+    vla = results_page._vla_results(RESULTS, "small", [0, 1, 2])
+    for c in claims.MAIN + claims.ABLATION + claims.ANCHOR_ONLY + (claims.VLA if isinstance(vla, list) and vla else ()):
         assert page.count(f"\n| {c.id} |") == 1, c.id
     runs = add_totals(load_runs("small", RESULTS, seeds=[0, 1, 2]))
     for sentence in claims.what_we_see(claims.evaluate_claims(runs, claims.MAIN)):

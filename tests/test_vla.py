@@ -1,5 +1,5 @@
 """The VLA-analog experiment: fixed states, expert, SFT, world model, the arms through the WMRL step,
-a run's identity, resume after SIGKILL, the CLI."""
+common random numbers, the world model's fidelity log, a run's identity, resume after SIGKILL, the CLI."""
 
 from __future__ import annotations
 
@@ -28,14 +28,32 @@ from wmrl.arms import get_arm
 from wmrl.config import ConfigError
 from wmrl.presets import PRESETS
 from wmrl.step import WMRLStep
-from wmrl.vla import runner, train
+from wmrl.vla import crn, runner, train
 from wmrl.vla.__main__ import main as cli
 from wmrl.vla.config import VLA_ARMS, VLAConfig, vla_config
-from wmrl.vla.envs import N_TRAIN, TASKS, TaskEnv, expert_policy, initial_states, train_states
-from wmrl.vla.evaluate import summarise
+from wmrl.vla.envs import (
+    ACT_DIM,
+    N_TRAIN,
+    TASKS,
+    EnvPool,
+    TaskEnv,
+    expert_policy,
+    initial_states,
+    rollout_batch,
+    train_states,
+)
+from wmrl.vla.evaluate import evaluate, summarise
 from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import frame_features, train_progress
-from wmrl.vla.results import load_results, result_path, sft_cache_dir, vla_run_dir
+from wmrl.vla.results import (
+    history_table,
+    load_results,
+    pairs_table,
+    result_path,
+    runs_table,
+    sft_cache_dir,
+    vla_run_dir,
+)
 from wmrl.vla.runner import run_one
 
 torch.set_num_threads(1)
@@ -163,6 +181,87 @@ def test_success_reaches_the_step_only_on_executed_groups_and_progress_only_on_p
         assert np.isclose(out.weights.sum(), 1.0), arm
 
 
+def test_a_rollouts_noise_is_a_function_of_its_key_alone():
+    keys = [(0, 3, 1), (2, 5, 0), (0, 3, 0)]
+    batch = crn.action_noise(7, crn.EVAL, keys, 20, ACT_DIM)
+    alone = crn.action_noise(7, crn.EVAL, [(2, 5, 0)], 20, ACT_DIM)
+    assert batch.shape == (3, 20, ACT_DIM) and np.array_equal(batch[1], alone[0])
+    assert not np.array_equal(batch[0], batch[2])  # another sample of the same (task, state)
+    assert not np.array_equal(alone, crn.action_noise(8, crn.EVAL, [(2, 5, 0)], 20, ACT_DIM))  # another seed
+    assert not np.array_equal(alone, crn.action_noise(7, crn.TRAIN_NOISE, [(2, 5, 0)], 20, ACT_DIM))  # another stream
+    assert abs(crn.action_noise(0, crn.EVAL, [(0, 0, i) for i in range(50)], 100, ACT_DIM).std() - 1) < 0.02
+    tasks, states = crn.train_draws(3, 4, 5, len(TASKS), N_TRAIN)
+    first = crn.train_draws(3, 4, 2, len(TASKS), N_TRAIN)  # an arm that samples fewer groups gets the first ones
+    assert np.array_equal(first[0], tasks[:2]) and np.array_equal(first[1], states[:2])
+    assert ((0 <= states) & (states < N_TRAIN)).all() and set(tasks) <= set(range(len(TASKS)))
+
+
+def test_a_rollout_ends_the_same_whatever_else_is_in_its_batch_and_however_long_the_others_last():
+    policy = GaussianPolicy(len(TASKS))
+    keys = [(t, s, 0) for t in range(len(TASKS)) for s in (0, 1, 2)]
+    t, s = np.array(keys)[:, 0], np.array(keys)[:, 1]
+    noise = crn.action_noise(0, crn.EVAL, keys, 25, ACT_DIM)
+    together = rollout_batch(EnvPool(), policy.sampler(), t, s, 25, noise, max_envs=2)  # several waves
+    for i in (0, 4, 8):
+        alone = rollout_batch(EnvPool(), policy.sampler(), t[i:i + 1], s[i:i + 1], 25, noise[i:i + 1])
+        assert np.array_equal(alone.obs[0], together.obs[i]) and alone.success[0] == together.success[i]
+    with pytest.raises(ValueError, match="noise must be"):
+        rollout_batch(EnvPool(), policy.sampler(), t, s, 25, noise[:, :10])
+
+
+def test_the_evaluation_of_a_state_does_not_depend_on_how_many_states_are_evaluated(smoke_runs):
+    cfg = vla_config("sft", "smoke")
+    policy = GaussianPolicy(len(TASKS))
+    policy.load_state_dict(train.build_sft(cfg.sft, 0, sft_cache_dir(smoke_runs[0]))["policy"])
+    small = evaluate(policy, EnvPool(), 2, 2, 30, seed=0)
+    large = evaluate(policy, EnvPool(), 3, 2, 30, seed=0)
+    assert np.array_equal(small, large[:, :2])
+
+
+def test_every_arm_of_a_seed_trains_on_the_same_groups_and_identical_rollouts_at_step_one(smoke_runs):
+    _, runs = smoke_runs
+    firsts = {arm: res["history"][0] for arm, res in runs.items() if res["history"] and arm != "anchor_only"}
+    assert len(firsts) >= 6
+    for key in ("train_success", "progress", "env_steps", "progress_auc"):
+        values = {json.dumps(h[key]) for h in firsts.values()}  # JSON: NaN equals NaN
+        assert len(values) == 1, (key, {a: h[key] for a, h in firsts.items()})
+
+
+def test_the_fidelity_log_matches_a_by_hand_count_of_correctly_ranked_pairs():
+    success = np.array([[1, 0, 1, 0], [1, 1, 1, 1], [0, 1, 0, 0]], float)
+    progress = np.array([[0.9, 0.1, 0.2, 0.3], [0.5, 0.5, 0.5, 0.5], [0.4, 0.4, 0.1, 0.6]])
+    f = train.fidelity(success, progress)
+    # group 0: successes 0.9, 0.2 vs failures 0.1, 0.3: 3 of 4 pairs ranked right; group 2: 0.4 vs 0.4 (tie, 1/2),
+    # 0.1, 0.6: 1.5 of 3; group 1 has no failure
+    assert f["groups_mixed"] == 2 and np.isclose(f["progress_auc_within"], (3 / 4 + 1.5 / 3) / 2)
+    pos, neg = progress[success == 1], progress[success == 0]
+    by_hand = np.mean([(p > q) + 0.5 * (p == q) for p in pos for q in neg])
+    assert np.isclose(f["progress_auc"], by_hand)
+    assert np.isclose(f["progress_if_success"], pos.mean()) and np.isclose(f["progress_if_failure"], neg.mean())
+    assert np.isnan(train.fidelity(np.ones((1, 3)), np.ones((1, 3)))["progress_auc"])
+
+
+def test_a_result_written_under_another_noise_scheme_is_retrained_not_reused(smoke_runs, tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    shutil.copytree(smoke_runs[0], results)
+    path = result_path(results, "smoke", "grpo", 0)
+    old = json.loads(path.read_text())
+    del old["noise"]
+    path.write_text(json.dumps(old))
+    assert runner.stored_result(vla_config("grpo", "smoke"), "smoke", results)[1] == [
+        f"noise (one shared generator -> {crn.SCHEME})"]
+
+    class Retrained(Exception):
+        pass
+
+    def retrain(*args, **kwargs):
+        raise Retrained
+
+    monkeypatch.setattr(runner, "train", retrain)
+    with pytest.raises(Retrained):
+        run_one(vla_config("grpo", "smoke"), "smoke", results, progress_bar=False)
+
+
 def test_a_changed_config_field_retrains_and_the_same_config_reuses(smoke_runs, tmp_path, monkeypatch):
     results = tmp_path / "results"
     shutil.copytree(smoke_runs[0], results)
@@ -242,6 +341,19 @@ def test_the_cli_takes_set_overrides_and_refuses_bad_ones_with_the_reason(capsys
     (res,) = load_results(tmp_path, "smoke", tag="short")
     assert res["provenance"]["config"]["eval"]["states"] == 17 and len(res["success"][0]) == 17
     assert load_results(tmp_path, "smoke") == []  # a tagged variant is never mistaken for the default run
+
+
+def test_the_notebook_tables_hold_every_run_step_and_pair_as_the_result_files_do(smoke_runs):
+    results, runs = smoke_runs
+    found = load_results(results, "smoke")
+    table, hist, pairs = runs_table(found), history_table(found), pairs_table(found)
+    for arm, res in runs.items():
+        row = table[(table.arm == arm) & (table.seed == 0)].iloc[0]
+        assert row.overall == res["metrics"]["all"]["overall"] and row.k == res["metrics"]["k"]
+        assert row["sr_ood_push-v3"] == res["metrics"]["push-v3"]["sr_ood"]
+        assert row.env_steps == sum(h["env_steps"] for h in res["history"])
+        assert (hist.arm == arm).sum() == len(res["history"]) and (pairs.arm == arm).sum() == len(res["pairs"])
+    assert list(pairs.columns) == ["arm", "seed", "step", "pred", "calibrated", "true"]
 
 
 def test_results_in_the_old_layout_are_refused_with_how_to_regenerate_them(tmp_path):

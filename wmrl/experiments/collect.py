@@ -10,7 +10,8 @@ A run with config overrides (a new switch, an ablation) needs a ``tag``: it is s
 mistaken for, the default run of its arm.
 
 :func:`load_arm_runs` is the notebooks' one call: train the missing runs in train mode, load them,
-check that every (arm, seed) asked for is there, and add the compute totals.
+check that every (arm, seed) asked for is there, and add the compute totals. :func:`load_vla_runs`
+is the same call for the VLA analog's runs (notebook 06).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from wmrl.presets import run_config
 from wmrl.progress import tqdm
 from wmrl.runs import RESULTS, run_dir, run_label
 
-__all__ = ["check_runs_present", "ensure_runs", "load_arm_runs", "load_runs", "load_table", "run_settings"]
+__all__ = ["check_runs_present", "ensure_runs", "load_arm_runs", "load_runs", "load_table", "load_vla_runs",
+           "run_settings"]
 
 
 def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULTS, progress: bool = True,
@@ -191,3 +193,32 @@ def load_arm_runs(cfg: NotebookConfig, arms, *, tag: str | None = None, override
     runs["run"] = [str(Path(d).resolve().relative_to(cfg.results_dir)) for d in runs.dir]
     order = {run_label(a, tag): i for i, a in enumerate(arms)}
     return runs.assign(_o=runs.arm.map(order)).sort_values(["_o", "seed"]).drop(columns="_o").reset_index(drop=True)
+
+
+def load_vla_runs(cfg: NotebookConfig, arms, *, required=(), workers: int = 2) -> list[dict]:
+    """Notebook 06's VLA runs of ``arms`` at ``cfg.seeds``: trained first when ``cfg.mode`` is train.
+
+    Every arm of ``required`` must have a run at every seed (the notebook's error says how to train
+    it); the other arms are kept only where every seed has one (a partly trained arm is left out,
+    not averaged over fewer seeds). Returns the results as :func:`wmrl.vla.results.load_results`
+    reads them, in ``arms`` order, then by seed.
+    """
+    from wmrl.vla.results import load_results
+
+    arms, seeds = list(arms), list(cfg.seeds)
+    if cfg.train:
+        from wmrl.vla.runner import run_all  # needs the simulator; replay does not
+
+        run_all(cfg.preset, seeds, cfg.results_dir, arms=arms, workers=workers)
+    try:
+        found = [r for r in load_results(cfg.results_dir, cfg.preset) if r["seed"] in seeds and r["arm"] in arms]
+    except FileNotFoundError as e:
+        raise ParameterError(str(e)) from None
+    have = {(r["arm"], r["seed"]) for r in found}
+    missing = [(a, s) for a in required for s in seeds if (a, s) not in have]
+    if missing:
+        raise ParameterError(
+            f"no VLA results for {missing} in {cfg.results_dir / 'vla' / cfg.preset}; train them with MODE='train' "
+            f"(papermill: -p MODE train) or `python -m wmrl.vla run-all --preset {cfg.preset}`, or pass SEEDS that exist")
+    complete = [a for a in arms if all((a, s) in have for s in seeds)]
+    return sorted((r for r in found if r["arm"] in complete), key=lambda r: (complete.index(r["arm"]), r["seed"]))

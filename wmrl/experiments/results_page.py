@@ -17,6 +17,7 @@ from wmrl.experiments import claims, findings, noise
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
 from wmrl.presets import notebook_params
+from wmrl.vla.results import history_table, runs_table
 
 __all__ = ["results_page", "write_results_page"]
 
@@ -40,17 +41,14 @@ def _train_runs(results: Path, preset: str, seeds) -> pd.DataFrame | None:
         return None
 
 
-def _vla_runs(results: Path, preset: str, seeds) -> pd.DataFrame | str | None:
-    """The VLA runs' Overall success per (arm, seed); a message instead when they cannot be read."""
+def _vla_results(results: Path, preset: str, seeds) -> list[dict] | str:
+    """The VLA runs of ``seeds`` (as :func:`wmrl.vla.results.load_results` reads them); a message when they cannot be read."""
     from wmrl.vla.results import load_results
 
     try:
-        found = load_results(results, preset)
+        return [r for r in load_results(results, preset) if r["seed"] in seeds]
     except FileNotFoundError as e:  # e.g. results in a layout the reader no longer accepts
         return str(e)
-    rows = [{"arm": r["arm"], "seed": r["seed"], "overall": r["metrics"]["all"]["overall"]}
-            for r in found if r["seed"] in seeds]
-    return pd.DataFrame(rows) if rows else None
 
 
 def _claims_rows(table: pd.DataFrame, notebook: str, figure: str) -> list[str]:
@@ -69,7 +67,8 @@ def results_page(results: str | Path, preset: str = "small") -> str:
     params = notebook_params(preset)
     seeds = params["SEEDS"]
     runs = _train_runs(results, preset, seeds)
-    vla = _vla_runs(results, preset, seeds)
+    found = _vla_results(results, preset, seeds)
+    vla = found if isinstance(found, str) else runs_table(found) if found else None
     lines = [
         "# Results",
         "",
@@ -97,7 +96,8 @@ def results_page(results: str | Path, preset: str = "small") -> str:
             continue
         table = claims.evaluate_claims(data, chosen)
         lines += _claims_rows(table, notebook, figure)
-        paragraphs[notebook] = (title, claims.what_we_see(table))
+        paragraphs[notebook] = (title, claims.what_we_see(table)
+                                + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
     theory = results / "theory"
     if (theory / "thm3_curves.parquet").is_file():
         paragraphs["00_theory"] = ("Theorems 3-4, Lemma 12, Assumption 6 on a synthetic problem",

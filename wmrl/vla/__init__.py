@@ -5,7 +5,8 @@ demonstrations (the Robometer analog) is the dense world model, and a small task
 Gaussian policy cloned from scripted demos (the MiniVLA analog) is post-trained by GRPO through
 :class:`wmrl.step.WMRLStep`, with any arm of :mod:`wmrl.arms` but ``untrained``.
 Modules: :mod:`.config` (the typed :class:`VLAConfig`), :mod:`.envs` (tasks, fixed initial
-states, batched rollouts), :mod:`.policy` (policy, demos, behaviour cloning), :mod:`.progress`
+states, batched rollouts), :mod:`.crn` (common random numbers: each rollout's own noise
+stream), :mod:`.policy` (policy, demos, behaviour cloning), :mod:`.progress`
 (the world model), :mod:`.train` (the GRPO driver), :mod:`.evaluate` (metrics), :mod:`.runner`
 (runs to run folders), :mod:`.results` (their layout, reading them back), :mod:`.bench` (throughput).
 """

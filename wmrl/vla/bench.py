@@ -20,7 +20,8 @@ import torch
 from wmrl.microbench import Bench
 from wmrl.presets import preset_names
 from wmrl.vla.config import vla_config
-from wmrl.vla.envs import TASKS, EnvPool, rollout_batch
+from wmrl.vla.crn import TRAIN_NOISE, action_noise
+from wmrl.vla.envs import ACT_DIM, TASKS, EnvPool, rollout_batch
 from wmrl.vla.policy import GaussianPolicy
 
 __all__ = ["BENCHES", "bench"]
@@ -39,18 +40,23 @@ def _setup(preset_name: str = "small"):
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", module="metaworld")
     train = vla_config("grpo", preset_name).train
-    policy, gen, pool = GaussianPolicy(len(TASKS)), torch.Generator().manual_seed(0), EnvPool()
-    act = policy.sampler(gen)
+    act, pool = GaussianPolicy(len(TASKS)).sampler(), EnvPool()
     jobs = np.repeat(np.arange(len(TASKS)), train.group_size)  # one group per task, to build the pool first
-    rollout_batch(pool, act, jobs, np.zeros_like(jobs), 1)
+    rollout_batch(pool, act, jobs, np.zeros_like(jobs), 1, _noise(len(jobs), 1))
     return act, pool, train
+
+
+def _noise(b: int, horizon: int) -> np.ndarray:
+    """Action noise of ``b`` rollouts (its cost is part of a rollout's, as in training)."""
+    return action_noise(0, TRAIN_NOISE, [(0, 0, i) for i in range(b)], horizon, ACT_DIM)
 
 
 def _train_step(act, pool, train):
     """The rollouts of one GRPO training step (``train``: a preset's training section), run out to the full horizon."""
     g, n = train.groups_per_step, train.group_size
     task = np.repeat(np.arange(g) % len(TASKS), n)
-    return lambda: rollout_batch(pool, act, task, np.repeat(np.arange(g), n), train.horizon).env_steps
+    return lambda: rollout_batch(pool, act, task, np.repeat(np.arange(g), n), train.horizon,
+                                 _noise(g * n, train.horizon)).env_steps
 
 
 def bench(preset_name: str = "small", horizon: int = 50) -> dict:
@@ -59,7 +65,8 @@ def bench(preset_name: str = "small", horizon: int = 50) -> dict:
     out = {}
     for b in (1, n):
         def run(b=b):
-            return sum(rollout_batch(pool, act, [t] * b, [0] * b, horizon, max_envs=b).env_steps for t in range(len(TASKS)))
+            return sum(rollout_batch(pool, act, [t] * b, [0] * b, horizon, _noise(b, horizon), max_envs=b).env_steps
+                       for t in range(len(TASKS)))
         dt, cpu, steps = _time(run)
         out[f"env_steps_per_s_batch{b}"], out[f"env_steps_per_cpu_s_batch{b}"] = steps / dt, steps / cpu
     dt, cpu, steps = _time(_train_step(act, pool, train))

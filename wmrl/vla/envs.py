@@ -158,16 +158,21 @@ def shared_pool() -> EnvPool:
     return EnvPool()
 
 
-def rollout_batch(pool: EnvPool, act, task_idx, state_idx, horizon: int, max_envs: int = 8) -> Rollouts:
+def rollout_batch(pool: EnvPool, act, task_idx, state_idx, horizon: int, noise: np.ndarray,
+                  max_envs: int = 8) -> Rollouts:
     """Run B rollouts, in waves of at most ``max_envs`` lockstep environments per task.
 
-    ``act(obs (b, OBS_DIM), task (b,)) -> (actions (b, ACT_DIM), logp (b,))`` is called once per
-    step for the whole wave (the batching that pays: one network call instead of b). A rollout
+    ``act(obs (b, OBS_DIM), task (b,), eps (b, ACT_DIM)) -> (actions (b, ACT_DIM), logp (b,))`` is
+    called once per step for the whole wave (the batching that pays: one network call instead of
+    b); ``eps`` is row ``t`` of each rollout's own ``noise`` (``(B, horizon, ACT_DIM)``, from
+    :func:`wmrl.vla.crn.action_noise`), so a rollout's draws do not depend on its batch. A rollout
     stops at its first success (LIBERO ends an episode on success), so success is the sparse
     reward. Environments are costly to build (about 0.3 s each), hence the cap and the pool.
     """
     task_idx, state_idx = np.asarray(task_idx, int), np.asarray(state_idx, int)
     b = len(task_idx)
+    if np.shape(noise) != (b, horizon, ACT_DIM):
+        raise ValueError(f"noise must be (rollouts, horizon, ACT_DIM) = {(b, horizon, ACT_DIM)}, got {np.shape(noise)}")
     obs = np.zeros((b, horizon + 1, OBS_DIM))
     actions, logp = np.zeros((b, horizon, ACT_DIM)), np.zeros((b, horizon))
     mask = np.zeros((b, horizon), bool)
@@ -185,7 +190,7 @@ def rollout_batch(pool: EnvPool, act, task_idx, state_idx, horizon: int, max_env
             if live.size == 0:
                 break
             rows = jobs[live]
-            a, lp = act(obs[rows, t], task_idx[rows])
+            a, lp = act(obs[rows, t], task_idx[rows], noise[rows, t])
             actions[rows, t], logp[rows, t], mask[rows, t] = a, lp, True
             for j, k in enumerate(live):
                 i = jobs[k]

@@ -6,14 +6,18 @@ the mean over the k rollouts (avg@k), Best@k is 1 if any succeeded, All@k if all
 In-domain = states 0-15 (the training states), OOD = states 16-49; the paper's Overall weights
 them by their share of the 50 states, :math:`0.32\,SR_{ID} + 0.68\,SR_{OOD}`, which equals the
 plain mean over all 50 states.
+
+The evaluation's action noise is common random numbers (:mod:`wmrl.vla.crn`): rollout
+``(task, state, sample)`` of seed ``s`` draws the same noise whatever the policy, so every arm of a
+seed is evaluated on the same draws and their paired difference is free of the noise they share.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from wmrl.vla.envs import N_STATES, N_TRAIN, TASKS, EnvPool, rollout_batch
+from wmrl.vla.crn import EVAL, action_noise
+from wmrl.vla.envs import ACT_DIM, N_STATES, N_TRAIN, TASKS, EnvPool, rollout_batch
 
 __all__ = ["ID_WEIGHT", "evaluate", "summarise"]
 
@@ -21,11 +25,12 @@ ID_WEIGHT = N_TRAIN / N_STATES  # 0.32
 
 
 def evaluate(policy, pool: EnvPool, n_states: int, samples: int, horizon: int, seed: int) -> np.ndarray:
-    """Successes as a (tasks, n_states, samples) array; the eval noise has its own seed."""
-    gen = torch.Generator().manual_seed(10_000 + seed)
+    """Successes as a (tasks, n_states, samples) array; rollout (task, state, sample) has its own noise stream."""
     t = np.repeat(np.arange(len(TASKS)), n_states * samples)
     s = np.tile(np.repeat(np.arange(n_states), samples), len(TASKS))
-    ro = rollout_batch(pool, policy.sampler(gen), t, s, horizon)
+    k = np.tile(np.arange(samples), len(TASKS) * n_states)
+    noise = action_noise(seed, EVAL, np.stack([t, s, k], 1), horizon, ACT_DIM)
+    ro = rollout_batch(pool, policy.sampler(), t, s, horizon, noise)
     return ro.success.reshape(len(TASKS), n_states, samples)
 
 

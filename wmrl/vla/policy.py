@@ -81,10 +81,12 @@ class GaussianPolicy(nn.Module):
         self.obs_mean.copy_(torch.as_tensor(obs.mean(0), dtype=torch.float32))
         self.obs_std.copy_(torch.as_tensor(obs.std(0) + 1e-3, dtype=torch.float32))
 
-    def dist(self, obs, task) -> torch.distributions.Normal:
+    def dist(self, obs, task, batch_invariant: bool = False) -> torch.distributions.Normal:
+        """:math:`\\pi(\\cdot \\mid s, z)`; ``batch_invariant``: each row's mean computed alone (see :meth:`sampler`)."""
         x = (torch.as_tensor(obs, dtype=torch.float32) - self.obs_mean) / self.obs_std
         z = nn.functional.one_hot(torch.as_tensor(task, dtype=torch.long), self.n_tasks).float()
-        mean = self.net(torch.cat([x, z], dim=-1))
+        x = torch.cat([x, z], dim=-1)
+        mean = self._rowwise(x) if batch_invariant else self.net(x)
         std = self.log_std.clamp(min=self.min_log_std).exp()
         return torch.distributions.Normal(mean, std.expand_as(mean))
 
@@ -92,13 +94,29 @@ class GaussianPolicy(nn.Module):
         """Per-step :math:`\\log \\pi(a_t \\mid s_t, z)`, summed over action dimensions."""
         return self.dist(obs, task).log_prob(torch.as_tensor(actions, dtype=torch.float32)).sum(-1)
 
-    def sampler(self, generator: torch.Generator):
-        """``act(obs, task) -> (actions, logp)`` for :func:`wmrl.vla.envs.rollout_batch`."""
+    def _rowwise(self, x: torch.Tensor) -> torch.Tensor:
+        """``self.net(x)`` with every linear layer as a per-row product and sum, bit-identical whatever the batch.
+
+        A float32 matrix product rounds differently for different batch sizes (measured with MKL:
+        batches of fewer than 6 rows differ from larger ones in the last bit), and MuJoCo's contacts
+        amplify a last-bit difference in an action to 1e-3 in the state within 100 steps.
+        """
+        for layer in self.net:
+            x = (x.unsqueeze(-2) * layer.weight).sum(-1) + layer.bias if isinstance(layer, nn.Linear) else layer(x)
+        return x
+
+    def sampler(self):
+        """``act(obs, task, eps) -> (actions, logp)`` for :func:`wmrl.vla.envs.rollout_batch`:
+        :math:`a = \\mu + \\sigma \\odot \\epsilon` with the rollout's own standard normal draws ``eps``.
+
+        The mean is batch-invariant (:meth:`_rowwise`), so with its own draws (:mod:`wmrl.vla.crn`) a
+        rollout is the same whichever rollouts share its batch and whenever they end.
+        """
 
         @torch.no_grad()
-        def act(obs, task):
-            d = self.dist(obs, task)
-            a = d.mean + d.stddev * torch.randn(d.mean.shape, generator=generator)
+        def act(obs, task, eps):
+            d = self.dist(obs, task, batch_invariant=True)
+            a = d.mean + d.stddev * torch.as_tensor(eps, dtype=torch.float32)
             return a.double().numpy(), d.log_prob(a).sum(-1).double().numpy()
 
         return act

@@ -1,7 +1,8 @@
 """One run folder per (arm, seed): train, evaluate, stamp provenance, write atomically.
 
-A run's identity is its whole :class:`~wmrl.vla.config.VLAConfig`: a finished run is reused only
-if its stored config equals the requested one, a checkpoint is resumed only then, and the SFT
+A run's identity is its whole :class:`~wmrl.vla.config.VLAConfig` and the noise scheme
+(:data:`wmrl.vla.crn.SCHEME`): a finished run is reused only if its stored config and scheme equal
+the requested ones, a checkpoint is resumed only then, and the SFT
 stage is cached by its own section and the seed. A stored result of another config is retrained
 (the fields that differ are printed), never silently reused. Variants of an arm (runs with
 overrides beyond the preset) live apart, under ``<arm>~<tag>/``. The layout of the files is in
@@ -20,6 +21,7 @@ import torch
 from wmrl.config import ConfigError
 from wmrl.presets import notebook_params
 from wmrl.provenance import provenance, write_json_atomic
+from wmrl.vla import crn
 from wmrl.vla.config import TASKS, VLA_ARMS, VLAConfig, vla_config
 from wmrl.vla.envs import shared_pool
 from wmrl.vla.evaluate import evaluate, summarise
@@ -37,13 +39,18 @@ def _flat(d: dict, prefix: str = "") -> dict:
 
 
 def stored_result(cfg: VLAConfig, preset: str, results=None, tag: str | None = None) -> tuple[dict | None, list[str]]:
-    """``(result, [])`` if the run folder holds a result of exactly ``cfg``; else ``(None, fields that differ)``."""
+    """``(result, [])`` if the run folder holds a result of exactly ``cfg``; else ``(None, fields that differ)``.
+
+    A result of another noise scheme (written before :mod:`wmrl.vla.crn`) differs in ``noise``.
+    """
     path = result_path(results, preset, cfg.arm, cfg.seed, tag)
     if not path.exists():
         return None, []
     stored = json.loads(path.read_text())
     old, new = _flat(stored["provenance"]["config"]), _flat(cfg.to_dict())
     changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    if stored.get("noise") != crn.SCHEME:
+        changed.append(f"noise ({stored.get('noise', 'one shared generator')} -> {crn.SCHEME})")
     return (None, changed) if changed else (stored, [])
 
 
@@ -67,7 +74,7 @@ def run_one(cfg: VLAConfig, preset: str, results: str | Path | None = None, *, t
     success = evaluate(run.policy, shared_pool(), cfg.eval.states, cfg.eval.samples, cfg.train.horizon, cfg.seed)
     sft = build_sft(cfg.sft, cfg.seed, sft_cache_dir(results))
     result = {
-        "arm": cfg.arm, "preset": preset, "tag": tag, "seed": cfg.seed, "tasks": list(TASKS),
+        "arm": cfg.arm, "preset": preset, "tag": tag, "seed": cfg.seed, "tasks": list(TASKS), "noise": crn.SCHEME,
         "metrics": summarise(success), "success": success.tolist(), "history": run.history, "pairs": run.pairs,
         "sft": {"bc_losses": sft["bc_losses"], "demo_success": sft["demo_success"], "build_s": sft["build_s"]},
         "timing": {"train_s": run.wall_s, "eval_s": time.perf_counter() - t0},

@@ -17,7 +17,17 @@ and updates the policy:
 - ``anchor_only``: only the anchor groups, rewarded by success.
 
 The simulator reports every rollout's success for free; the method sees it only on executed
-groups (it is logged for all rollouts, as a diagnostic: ``train_success``).
+groups. It is logged for all rollouts, as a diagnostic (``train_success``), and so is the world
+model's fidelity on each step's rollouts, whoever trains on it: mean progress on successes and on
+failures, and how well progress ranks success against failure (ROC AUC over the step's rollouts,
+and within groups, the ranking GRPO's advantages read). A policy that learns to please the
+progress estimator without succeeding (reward hacking, in the ``wm`` arm) shows as progress that
+rises while success does not, and as a falling AUC.
+
+Randomness is common random numbers (:mod:`wmrl.vla.crn`): group ``g`` of step ``s`` draws its
+(task, state) from ``(seed, s, g)`` and rollout ``i`` of it its action noise from ``(seed, s, g, i)``,
+so every arm of a seed trains on the same groups with the same draws (and on identical rollouts at
+step 1, where every arm still has the SFT policy).
 
 The update is GRPO's clipped surrogate on per-step likelihood ratios, with the step object's
 std-normalised group advantages :math:`A_{ki}` and group weights :math:`w_k`:
@@ -26,8 +36,9 @@ std-normalised group advantages :math:`A_{ki}` and group weights :math:`w_k`:
 With :math:`w_k = 1/G` this is plain GRPO; with the fused weights it is the paper's
 :math:`g = (\rho g_E + g_{WM}) / (\rho|G_E| + |G_{WM}|)`.
 
-A checkpoint after every step (the config, policy, optimiser, step object, RNG states, history)
-lets a killed run resume to the same result; a checkpoint of another config is not resumed.
+A checkpoint after every step (the config, policy, optimiser, step object, history) lets a killed
+run resume to the same result (the draws depend on the step, not on a generator's state); a
+checkpoint of another config or noise scheme is not resumed.
 """
 
 from __future__ import annotations
@@ -40,16 +51,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sklearn.metrics import roc_auc_score
 from tqdm import tqdm  # text bars: no ipywidgets needed
 
 from wmrl.provenance import atomic_path
 from wmrl.step import WMRLStep
+from wmrl.vla import crn
 from wmrl.vla.config import SFTConfig, VLAConfig, VLATrainConfig
-from wmrl.vla.envs import N_TRAIN, TASKS, rollout_batch, shared_pool
+from wmrl.vla.envs import ACT_DIM, N_TRAIN, TASKS, rollout_batch, shared_pool
 from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import ProgressEstimator, train_progress
 
-__all__ = ["build_sft", "sft_path", "train"]
+__all__ = ["build_sft", "fidelity", "sft_path", "train"]
 
 
 def sft_path(sft: SFTConfig, seed: int, cache: Path) -> Path:
@@ -93,26 +106,40 @@ class _Run:
         t = cfg.train
         self.wmrl = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
                              std_normalize=t.std_normalize)
-        self.rng = np.random.default_rng(cfg.seed)
-        self.gen = torch.Generator().manual_seed(cfg.seed)
         self.step, self.history, self.pairs, self.wall_s = 0, [], [], 0.0
 
     def state_dict(self) -> dict:
-        return {"config": self.cfg.to_dict(), "policy": self.policy.state_dict(), "opt": self.opt.state_dict(),
-                "wmrl": self.wmrl.state_dict(), "rng": self.rng.bit_generator.state, "gen": self.gen.get_state(),
-                "step": self.step, "history": self.history, "pairs": self.pairs, "wall_s": self.wall_s}
+        return {"config": self.cfg.to_dict(), "noise": crn.SCHEME, "policy": self.policy.state_dict(),
+                "opt": self.opt.state_dict(), "wmrl": self.wmrl.state_dict(), "step": self.step, "history": self.history, "pairs": self.pairs, "wall_s": self.wall_s}
 
     def load_state_dict(self, s: dict) -> None:
         self.policy.load_state_dict(s["policy"])
         self.opt.load_state_dict(s["opt"])
         self.wmrl.load_state_dict(s["wmrl"])
-        self.rng.bit_generator.state = s["rng"]
-        self.gen.set_state(s["gen"])
         self.step, self.history, self.pairs, self.wall_s = s["step"], s["history"], s["pairs"], s["wall_s"]
 
 
 def _mean(x: np.ndarray) -> float:
     return float(x.mean()) if x.size else float("nan")
+
+
+def _auc(success: np.ndarray, progress: np.ndarray) -> float:
+    """P(progress of a success > that of a failure), ties half (ROC AUC); NaN without both outcomes."""
+    return float(roc_auc_score(success, progress)) if 0 < success.sum() < success.size else float("nan")
+
+
+def fidelity(success: np.ndarray, progress: np.ndarray) -> dict:
+    """The world model's fidelity on one step's ``(G, n)`` rollouts: what hacking would move.
+
+    ``progress_if_success`` / ``progress_if_failure``: mean progress by outcome;
+    ``progress_auc``: ROC AUC of progress for success over all rollouts; ``progress_auc_within``:
+    its mean over the groups that have both outcomes (the within-group ranking GRPO's advantages
+    use), with ``groups_mixed`` such groups.
+    """
+    within = [_auc(s, p) for s, p in zip(success, progress) if 0 < s.sum() < s.size]
+    return {"progress_if_success": _mean(progress[success == 1]), "progress_if_failure": _mean(progress[success == 0]),
+            "progress_auc": _auc(success.reshape(-1), progress.reshape(-1)),
+            "progress_auc_within": _mean(np.asarray(within)), "groups_mixed": len(within)}
 
 
 def _update(run: _Run, ro, adv: np.ndarray, weights: np.ndarray, t: VLATrainConfig) -> float:
@@ -144,10 +171,11 @@ def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True) 
     ckpt = Path(folder) / "checkpoint.pt"
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=False)
-        if saved["config"] == cfg.to_dict():
+        if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME:
             run.load_state_dict(saved)
         else:
-            print(f"{ckpt} was written with another config; training {cfg.arm} seed {cfg.seed} from its SFT start")
+            print(f"{ckpt} was written with another config or noise scheme; training {cfg.arm} seed {cfg.seed} "
+                  "from its SFT start")
             ckpt.unlink()
     t, n = cfg.train, cfg.train.group_size
     total = t.steps if cfg.arm_spec.train else 0
@@ -157,9 +185,10 @@ def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True) 
         t0 = time.perf_counter()
         routing = run.wmrl.route()  # which groups are executed (scored by success) and predicted (by progress)
         g = routing.n_groups
-        task = run.rng.integers(len(TASKS), size=g)
-        state = run.rng.integers(N_TRAIN, size=g)  # training states only: never the eval-only 16..49
-        ro = rollout_batch(pool, run.policy.sampler(run.gen), np.repeat(task, n), np.repeat(state, n), t.horizon)
+        task, state = crn.train_draws(cfg.seed, run.step, g, len(TASKS), N_TRAIN)  # training states only: 0..15
+        keys = [(run.step, k, i) for k in range(g) for i in range(n)]  # (step, group, member)
+        noise = crn.action_noise(cfg.seed, crn.TRAIN_NOISE, keys, t.horizon, ACT_DIM)
+        ro = rollout_batch(pool, run.policy.sampler(), np.repeat(task, n), np.repeat(state, n), t.horizon, noise)
         t1 = time.perf_counter()
         success, progress = ro.success.reshape(g, n), run.wm.score(ro).reshape(g, n)
         t2 = time.perf_counter()
@@ -172,9 +201,7 @@ def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True) 
                       for p, c, r in zip(*(a.tolist() for a in out.pairs))]
         run.history.append({"step": run.step, "train_success": float(success.mean()),
                             "progress": float(progress.mean()), "loss": loss, "env_steps": ro.env_steps,
-                            # the world model's fidelity on this step's rollouts (NaN if no such rollout)
-                            "progress_if_success": _mean(progress[success == 1]),
-                            "progress_if_failure": _mean(progress[success == 0]),
+                            **fidelity(success, progress),  # the world model on this step's rollouts
                             "t_rollout": t1 - t0, "t_wm": t2 - t1, "t_update": time.perf_counter() - t2,
                             "std": float(run.policy.log_std.detach().exp().mean()), **out.log})
         run.wall_s += time.perf_counter() - t0

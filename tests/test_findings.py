@@ -1,0 +1,32 @@
+"""Notebook sentences computed from results: the VLA's reading of its world model on the rollouts it trains."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wmrl.experiments.findings import vla_hacking
+
+
+def _history(arm: str, progress, success, auc) -> pd.DataFrame:
+    return pd.DataFrame([{"arm": arm, "seed": seed, "step": step + 1, "progress": p + 0.01 * seed,
+                          "train_success": s, "progress_auc": a}
+                         for seed in (0, 1) for step, (p, s, a) in enumerate(zip(progress, success, auc))])
+
+
+def test_progress_rising_more_than_the_references_while_success_rises_less_is_called_hacking():
+    hist = pd.concat([_history("wm", np.linspace(0.6, 0.9, 8), np.linspace(0.4, 0.1, 8), [0.6] * 4 + [0.3] * 4),
+                      _history("grpo", [0.6] * 8, np.linspace(0.4, 0.6, 8), [0.7] * 8)])
+    first, auc = vla_hacking(hist)
+    # quarters of 8 steps: steps 1-2 and 7-8; wm progress 0.6 -> 0.9 (+0.005 from the two seeds' offsets)
+    assert "mean progress goes from 0.63 (first quarter of the steps) to 0.88 (last quarter)" in first
+    assert "its success from 38% to 12%" in first and "success from 41% to 59%" in first
+    assert first.endswith("the signature of reward hacking.") and "not the signature" not in first
+    assert "ROC AUC 0.30 on wm's rollouts and 0.70 on grpo's" in auc
+
+
+def test_success_keeping_pace_with_progress_is_not_called_hacking_and_missing_arms_say_nothing():
+    hist = pd.concat([_history("wm", np.linspace(0.6, 0.9, 8), np.linspace(0.4, 0.8, 8), [0.7] * 8),
+                      _history("grpo", [0.6] * 8, np.linspace(0.4, 0.6, 8), [0.7] * 8)])
+    assert "not the signature of reward hacking" in vla_hacking(hist)[0]
+    assert vla_hacking(hist[hist.arm == "wm"]) == []
