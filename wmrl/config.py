@@ -273,11 +273,14 @@ class EvalConfig:
     SECTION: typing.ClassVar[str] = "eval"
     every: int = 10  # evaluate every k training steps (and at the end)
     samples: int = 8  # paper: avg@8
+    #: samples per task of the final evaluation (the headline number); 0: ``samples``. With common
+    #: random numbers the first ``samples`` of them are the draws every earlier evaluation used.
+    final_samples: int = 0
     tasks: int = 0  # held-out tasks per category (the smallest first); 0: all of them
 
     def __post_init__(self):
         check_section(self)
-        at_least(self, every=1, samples=1, tasks=0)
+        at_least(self, every=1, samples=1, final_samples=0, tasks=0)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def evaluate(policy, tasks, samples: int, max_turns: int, scorer: Scorer, seed: 
                      (int(seed), EVAL_STREAM))
     rows = []
     for task, grp in zip(tasks, groups):
-        rows.append({"step": step, "task": task.name, "category": task.category,
+        rows.append({"step": step, "task": task.name, "category": task.category, "samples": samples,
                      "percentile": float(np.mean([t.percentile for t in grp])),
                      "reward": float(np.mean([t.real_reward for t in grp])),
                      "ok_rate": float(np.mean([any(x.real.status == "ok" for x in t.turns) for t in grp]))})
@@ -117,7 +117,8 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
                             "eval_ledger": eval_ledger.state_dict(), "state": state}, tmp)
     if not any(r["step"] == t.steps for r in state["evals"]):
         t_eval = time.perf_counter()
-        state["evals"] += evaluate(learner.policy, eval_tasks, ev.samples, t.max_turns, eval_scorer, cfg.seed, t.steps)
+        state["evals"] += evaluate(learner.policy, eval_tasks, ev.final_samples or ev.samples, t.max_turns,
+                                   eval_scorer, cfg.seed, t.steps)
         eval_ledger.end_step()
         state["wall_s"] += time.perf_counter() - t_eval
     memo = {"enabled": db is not None, "hits": db.hits if db else 0, "misses": db.misses if db else 0}
