@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -26,7 +24,6 @@ from wmrl.world_model import (
 )
 from wmrl.world_model.parse import extract_json, parse_reply
 from wmrl.world_model.prompts import check_messages, reply_template, schema_for, system_prompt
-from wmrl.world_model.serve import make_server
 
 
 @dataclass(frozen=True)
@@ -162,7 +159,7 @@ def test_many_solutions_are_asked_in_one_batch():
     wm, backend = model(passing())
     predictions = wm.predict_many([(TASK, GOOD), (TASK, ""), (TASK, NO_SUBMISSION)])
     assert [p.status for p in predictions] == ["ok", "malformed", "ok"]
-    assert (backend.calls, len(backend.conversations), wm.n_gated) == (1, 2 * len(CHECKS), 1)
+    assert (backend.calls, len(backend.conversations), wm.stats()["gated"]) == (1, 2 * len(CHECKS), 1)
 
 
 def test_reseeding_replays_the_seeds_asked_of_the_backend():
@@ -210,8 +207,8 @@ def test_a_bad_reply_is_repaired_once_with_the_errors_shown_to_the_model():
     wm, backend = model(lambda check, attempt: "I think it passes." if attempt == 0 else
                         reply(quality_bucket="fair") if check == "quality" else reply())
     prediction = wm.predict(TASK, GOOD)
-    assert (prediction.status, prediction.quality_bucket, wm.n_parse_fail) == ("ok", "fair", 0)
-    assert (backend.calls, wm.n_repairs) == (2, len(CHECKS))
+    assert (prediction.status, prediction.quality_bucket, wm.stats()["parse_failures"]) == ("ok", "fair", 0)
+    assert (backend.calls, wm.stats()["repairs"]) == (2, len(CHECKS))
     assert "no JSON object" in backend.conversations[-1][-1]["content"]
 
 
@@ -219,7 +216,8 @@ def test_a_reply_that_stays_bad_is_a_counted_parse_fail_read_as_pass():
     wm, _ = model(lambda check, attempt: '{"verdict": "maybe"}')
     prediction = wm.predict(TASK, GOOD)
     assert (prediction.status, prediction.quality_bucket) == ("ok", "low")
-    assert wm.n_parse_fail == len(CHECKS) and wm.parse_fail_rate == 1.0
+    assert wm.stats()["parse_failures"] == len(CHECKS) and wm.parse_fail_rate == 1.0
+    assert wm.stats()["defaulted"] == len(CHECKS) and wm.stats()["no_reply"] == 0
     assert all(v["parse_fail"] for v in prediction.verdicts)
 
 
@@ -251,62 +249,6 @@ def test_feedback_buckets_round_trip_the_quality_map_and_world_models_meet_the_p
     assert isinstance(model(passing())[0], WorldModel)
 
 
-# --- OpenAI-compatible backend against in-process servers ------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class EchoBackend:
-    """Replies with the last user message; fails the first ``failures`` calls."""
-
-    def __init__(self, failures=0):
-        self.failures, self.batches = failures, []
-
-    def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None):
-        self.batches.append(len(conversations))
-        if self.failures:
-            self.failures -= 1
-            raise RuntimeError("transient")
-        return [c[-1]["content"] for c in conversations]
-
-
-@pytest.fixture
-def echo_server():
-    servers = []
-
-    def start(backend):
-        server = make_server(backend, 0, "echo")
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
-
-
-def test_concurrent_requests_come_back_in_order_and_are_batched_by_the_server(echo_server):
-    backend = EchoBackend()
-    client = OpenAICompatibleBackend(echo_server(backend), "echo", max_concurrency=8)
-    conversations = [[{"role": "user", "content": f"q{i}"}] for i in range(8)]
-    assert client.generate(conversations, json_schema=schema_for("quality")) == [f"q{i}" for i in range(8)]
-    assert len(backend.batches) < 8
-
-
-def test_server_errors_are_retried(echo_server):
-    client = OpenAICompatibleBackend(echo_server(EchoBackend(failures=1)), "echo", max_retries=2, backoff_s=0.01)
-    assert client.generate([[{"role": "user", "content": "hi"}]]) == ["hi"]
-
-
-def test_an_unreachable_server_raises_a_clear_connection_error():
-    client = OpenAICompatibleBackend(f"http://127.0.0.1:{free_port()}/v1", "m", max_retries=1, backoff_s=0.01)
-    with pytest.raises(ConnectionError, match="Is it running"):
-        client.generate([[{"role": "user", "content": "hi"}]])
-
-
 # --- real models ---------------------------------------------------------------------------------
 # SmolLM2-135M on a shared 2-core CPU needs about a minute per batch of ~800-token prompts, so the
 # real tests use the holistic prompt (one conversation per solution); the decomposed path is the
@@ -319,7 +261,8 @@ def check_real_predictions(predictions, wm):
     for prediction in predictions:
         assert prediction.status in STATUSES and 0.0 <= prediction.score <= 1.0
         assert prediction.verdicts and prediction.feedback_text.startswith("status: ")
-    assert wm.n_calls >= len(predictions) and wm.n_parse_fail <= wm.n_calls - wm.n_repairs
+    stats = wm.stats()
+    assert stats["requests"] >= len(predictions) and stats["parse_failures"] <= stats["requests"] - stats["repairs"]
 
 
 @pytest.fixture(scope="module")
@@ -337,7 +280,7 @@ def test_smollm2_in_process_predicts_real_solutions(smollm2):
     seconds = time.perf_counter() - start
     check_real_predictions(predictions, wm)
     print(f"\nSmolLM2 in-process (holistic): {seconds / len(SOLUTIONS):.1f} s per prediction, parse_fail "
-          f"{wm.n_parse_fail}/{wm.n_calls - wm.n_repairs}, statuses {[p.status for p in predictions]}")
+          f"{wm.stats()['parse_failures']}/{wm.stats()['requests'] - wm.stats()['repairs']}, statuses {[p.status for p in predictions]}")
 
 
 @pytest.mark.slow
@@ -384,4 +327,4 @@ def test_vllm_offline_engine_with_guided_json_never_fails_to_parse():
         pytest.skip("set WMRL_VLLM_MODEL to a local model folder")
     wm = LLMWorldModel(VLLMBackend(model_dir, max_model_len=4096), time_limit_s=60)
     check_real_predictions(wm.predict_many([(TASK, code) for code in SOLUTIONS]), wm)
-    assert wm.n_parse_fail == 0
+    assert wm.stats()["parse_failures"] == 0

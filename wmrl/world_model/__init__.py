@@ -6,7 +6,13 @@ the aggregation into the reward ladder); :mod:`.llm` is the paper's LLM world mo
 prompts in :mod:`.prompts` and its engines in :mod:`.backends`.
 """
 
-from wmrl.world_model.backends import OpenAICompatibleBackend, TransformersBackend, VLLMBackend
+from wmrl.world_model.backends import (
+    BackendSetupError,
+    OpenAICompatibleBackend,
+    TransformersBackend,
+    VLLMBackend,
+    make_backend,
+)
 from wmrl.world_model.base import (
     CHECKS,
     QUALITY_PERCENTILE,
@@ -23,6 +29,7 @@ from wmrl.world_model.static import ProgramAnalysisWorldModel
 __all__ = [
     "CHECKS",
     "QUALITY_PERCENTILE",
+    "BackendSetupError",
     "LLMWorldModel",
     "OpenAICompatibleBackend",
     "Prediction",
@@ -34,4 +41,5 @@ __all__ = [
     "feedback_bucket",
     "feedback_text",
     "gate",
+    "make_backend",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "CHECK_QUESTIONS",
     "HOLISTIC_QUESTION",
     "SYSTEM_TEMPLATE",
+    "WARM_PRELOADED",
     "check_messages",
     "default_library_versions",
     "holistic_messages",
@@ -31,15 +32,19 @@ __all__ = [
     "system_prompt",
 ]
 
-_NULLABLE_STR = {"type": ["string", "null"]}
+# Free-text fields are bounded (maxLength), so that a reply decoded under the schema always closes
+# within the world model's token budget (~60 + 15 + 40 tokens of text at most, plus the keys),
+# instead of being cut off mid-string by max_new_tokens.
 _BASE_PROPERTIES = {
-    "reason": {"type": "string"},
+    "reason": {"type": "string", "maxLength": 240},
     "verdict": {"type": "string", "enum": ["pass", "fail"]},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-    "error_type": _NULLABLE_STR,
+    "error_type": {"type": ["string", "null"], "maxLength": 40},
     "error_line": {"type": ["integer", "null"]},
-    "env_feedback": _NULLABLE_STR,
+    "env_feedback": {"type": ["string", "null"], "maxLength": 160},
 }
+#: Imported before a warm-started script's first line (mirrors the sandbox's warm launcher).
+WARM_PRELOADED = ("numpy", "pandas", "scipy", "scikit-learn")
 
 SYSTEM_TEMPLATE = """\
 You are the world model of a code sandbox. You never run code: you read a Python solution \
@@ -56,7 +61,7 @@ description:
 
 ## Sandbox
 Python {python}; installed libraries: {libraries}.
-No internet, no GPU. Time limit: {time_limit:.0f} seconds of wall time.
+No internet, no GPU. Time limit: {time_limit:.0f} seconds of wall time.{warm}
 The script reads its input from the folder in the environment variable DATA_DIR and must write \
 its predictions to the path in SUBMISSION_PATH, in the format of sample_submission.csv.
 
@@ -128,8 +133,14 @@ def _inventory(task, max_files: int = 12, max_columns: int = 30) -> str:
 
 
 def system_prompt(task, library_versions: dict[str, str] | None = None, time_limit_s: float = 1200.0,
-                  max_description_chars: int = 1500) -> str:
-    """The shared system prompt: task context, sandbox facts and the DEFAULT TO PASS rule."""
+                  warm_start: bool = False, max_description_chars: int = 1500) -> str:
+    """The shared system prompt: task context, sandbox facts and the DEFAULT TO PASS rule.
+
+    ``warm_start``: the sandbox starts each script in an interpreter that has already imported
+    :data:`WARM_PRELOADED`, so their import time does not count against the limit.
+    """
+    warm = (f"\nScripts start warm: {', '.join(WARM_PRELOADED)} are already imported, so importing them "
+            "takes no time.") if warm_start else ""
     versions = default_library_versions() if library_versions is None else library_versions
     description = " ".join(str(task.description).split())
     if len(description) > max_description_chars:
@@ -138,7 +149,7 @@ def system_prompt(task, library_versions: dict[str, str] | None = None, time_lim
         name=task.name, category=task.category, metric=task.metric,
         direction="higher is better" if task.higher_is_better else "lower is better",
         n_rows=task.n_rows, description=description, inventory=_inventory(task),
-        python=platform.python_version(), time_limit=time_limit_s,
+        python=platform.python_version(), time_limit=time_limit_s, warm=warm,
         libraries=", ".join(f"{k}=={v}" for k, v in sorted(versions.items())) or "unknown",
     )
 
