@@ -8,7 +8,9 @@ reply parse by construction, which is what vLLM's and SGLang's structured output
 
 Outlines turns the schema into a regular expression and that into an index over the tokenizer's
 vocabulary (outlines-core, in Rust). An index is built once per schema - the eight checks use
-three schemas - and its processor is reset before each batch.
+three schemas - and its processor is reset before each batch. The regular expression keeps the
+schema's key order (``reason`` first), enums, nullability and string lengths; it cannot express a
+number's ``minimum``/``maximum``, which :mod:`wmrl.world_model.parse` clamps.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class JsonSchemaConstraint:
         from outlines.backends import get_json_schema_logits_processor
         from transformers import LogitsProcessorList
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)  # not sorted: the schema's key order is the order the reply must follow
         if key not in self._processors:
             self._processors[key] = get_json_schema_logits_processor("outlines_core", self._model, key)
         processor = self._processors[key]
