@@ -190,7 +190,8 @@ class OpenAICompatibleBackend:
                     k += 1  # the same request in the next form: not a retry
                     continue
                 self._count("rejected")
-                self._give_up(f"the server rejected the request ({forms[k]} form): {exc}")
+                form = f" (structured output as {forms[k]!r})" if has_schema else ""
+                self._give_up(f"the server at {self.base_url} rejected the request{form}: {exc}")
                 return None
             except _Transient as exc:
                 self._count("transient_failures")
