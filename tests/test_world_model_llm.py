@@ -357,11 +357,13 @@ def test_openai_compatible_backend_negotiates_with_llama_cpp_pythons_server(tmp_
     try:
         backend = OpenAICompatibleBackend(base_url, timeout_s=600, max_retries=1)
         wm = LLMWorldModel(backend, mode="holistic", max_new_tokens=160, time_limit_s=60)
-        check_real_predictions(wm.predict_many([(TASK, code) for code in SOLUTIONS]), wm)
+        predictions = wm.predict_many([(TASK, code) for code in SOLUTIONS])
+        check_real_predictions(predictions, wm)
         stats = wm.stats()
         assert backend.structured_output == "json_object"
         assert (stats["backend_form_fallbacks"], stats["backend_retries"], stats["no_reply"]) == (1, 0, 0)
-        assert stats["parse_failures"] == 0
+        assert stats["parse_failures"] == 0, [v.get("reason") + " | " + v.get("raw", "") for p in predictions
+                                              for v in p.verdicts if v.get("parse_fail")]
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -48,7 +48,7 @@ def extract_json(text: str) -> dict | None:
 
 def _allows_null(spec: dict) -> bool:
     types = spec.get("type")
-    return types == "null" or (isinstance(types, list) and "null" in types)
+    return types == "null" or (isinstance(types, list) and "null" in types) or None in spec.get("enum", ())
 
 
 def _coerce(key: str, value, spec: dict):

@@ -100,7 +100,8 @@ def schema_for(check: str) -> dict:
     if check == "quality":
         props["verdict"] = {"type": "string", "enum": ["pass"]}
     elif check == "holistic":
-        props["failed_check"] = {"type": ["string", "null"], "enum": [*CHECKS[:-1], None]}
+        # an enum alone (null among its values): llama.cpp's grammar ignores an enum beside a type list
+        props["failed_check"] = {"enum": [*CHECKS[:-1], None]}
     elif check not in CHECKS:
         raise ValueError(f"unknown check {check!r}; expected one of {CHECKS} or 'holistic'")
     if check in ("quality", "holistic"):
