@@ -181,10 +181,10 @@ def run_config(arm: str, preset: str = "small", seed: int = 0, overrides: dict |
         others = preset_names(agent)
         raise ConfigError(f"preset {preset!r} is for the {p.agent} agent, not {agent!r}; "
                           f"presets for the {agent} agent: {others or 'none yet'}")
-    base = RunConfig(arm=arm, seed=seed).with_overrides({"agent.kind": p.agent, **p.run})
+    cfg = RunConfig(arm=arm, seed=seed).with_overrides({"agent.kind": p.agent, **p.run, **(overrides or {})})
     if not get_arm(arm).train:  # an arm that never trains has no training settings to differ by
-        base = base.with_overrides({"train.steps": 0})
-    return base.with_overrides(overrides)
+        cfg = cfg.with_overrides({"train.steps": 0})
+    return cfg
 
 
 def notebook_params(name: str) -> dict:

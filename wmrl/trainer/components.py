@@ -15,7 +15,7 @@ from wmrl.config import RunConfig, SandboxConfig, WorldModelConfig
 from wmrl.provenance import REPO
 from wmrl.sandbox import Sandbox
 from wmrl.trainer.memo import ExecutionMemo
-from wmrl.world_model.backends import TransformersBackend
+from wmrl.world_model.backends import make_backend
 from wmrl.world_model.llm import LLMWorldModel
 from wmrl.world_model.static import ProgramAnalysisWorldModel
 
@@ -44,8 +44,11 @@ def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str
     if cfg.kind == "static":
         return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed,
                                                      profile=cfg.profile)
-    return LLMWorldModel(TransformersBackend(model=cfg.model or agent_model), temperature=cfg.temperature, seed=seed,
-                         time_limit_s=sandbox.facts.cpu_budget_s, **(llm_options or {}))
+    backend = make_backend(cfg.backend, cfg.model or (agent_model if cfg.backend != "openai" else None),
+                           cfg.base_url)
+    facts = sandbox.facts
+    return LLMWorldModel(backend, temperature=cfg.temperature, seed=seed, time_limit_s=facts.cpu_budget_s,
+                         warm_start=facts.warm_start, **(llm_options or {}))
 
 
 def make_memo(cfg: RunConfig, pool, run_folder: Path, path: str | Path | None = None) -> ExecutionMemo | None:

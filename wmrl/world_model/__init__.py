@@ -8,7 +8,13 @@ prompts in :mod:`.prompts` and its engines in :mod:`.backends`.
 """
 
 from wmrl.vocabulary import QUALITY_PERCENTILE, feedback_bucket
-from wmrl.world_model.backends import OpenAICompatibleBackend, TransformersBackend, VLLMBackend
+from wmrl.world_model.backends import (
+    BackendSetupError,
+    OpenAICompatibleBackend,
+    TransformersBackend,
+    VLLMBackend,
+    make_backend,
+)
 from wmrl.world_model.base import CHECKS, Prediction, WorldModel, aggregate, feedback_text, gate
 from wmrl.world_model.llm import LLMWorldModel
 from wmrl.world_model.static import ProgramAnalysisWorldModel
@@ -16,6 +22,7 @@ from wmrl.world_model.static import ProgramAnalysisWorldModel
 __all__ = [
     "CHECKS",
     "QUALITY_PERCENTILE",
+    "BackendSetupError",
     "LLMWorldModel",
     "OpenAICompatibleBackend",
     "Prediction",
@@ -27,4 +34,5 @@ __all__ = [
     "feedback_bucket",
     "feedback_text",
     "gate",
+    "make_backend",
 ]

@@ -3,14 +3,17 @@
 ``LLMWorldModel(backend)`` asks the eight decomposed checks of :mod:`.prompts` (or the single
 holistic prompt) for every solution that passes the deterministic :func:`~.base.gate`, in one
 batch per round so a serving engine can batch across solutions. Each reply is validated; a bad
-one gets one repair round; a reply that is still bad is a ``parse_fail``: it is counted in
-``n_parse_fail`` and read as a pass (DEFAULT TO PASS, the same rule the prompt gives the model),
-never an exception. A ``fail`` below ``min_fail_confidence`` is read as a pass for the same reason.
-The verdicts are aggregated by :func:`~.base.aggregate` into a status and a ladder reward.
+one gets one repair round; a reply that is still bad is a parse failure, and a request the backend
+could not get answered (a server down, stalled or refusing it) has no reply at all. Both are read
+as a pass - DEFAULT TO PASS, the same rule the prompt gives the model - and counted, never raised:
+a training run goes on and logs :meth:`LLMWorldModel.step_stats` each step. A ``fail`` below
+``min_fail_confidence`` is read as a pass for the same reason. The verdicts are aggregated by
+:func:`~.base.aggregate` into a status and a ladder reward.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,15 +22,16 @@ from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
 from wmrl.world_model.parse import ParsedReply, parse_reply, repair_messages
 from wmrl.world_model.prompts import (
     check_messages,
-    default_library_versions,
     holistic_messages,
     schema_for,
     system_prompt,
 )
 
-__all__ = ["LLMWorldModel"]
+__all__ = ["COUNTS", "LLMWorldModel"]
 
 MODES = ("decomposed", "holistic")
+#: What :meth:`LLMWorldModel.stats` counts (the backend's own counts follow as ``backend_*``).
+COUNTS = ("predictions", "gated", "requests", "repairs", "parse_failures", "no_reply", "defaulted", "demoted")
 
 
 class LLMWorldModel:
@@ -35,13 +39,13 @@ class LLMWorldModel:
 
     ``temperature`` 0.7 is the paper's world-model sampling temperature: the world model's noise
     (xi in r_hat = r + b + xi) is part of what Online Debiasing and IVD are there to absorb.
-    ``time_limit_s`` and ``library_versions`` describe the sandbox the prediction is about.
-    ``seed`` starts the stream of per-request sampling seeds; the trainer calls :meth:`reseed`
+    ``time_limit_s``, ``warm_start`` (scripts start with the common libraries already imported)
+    and ``library_versions`` describe the sandbox the prediction is about. ``seed`` starts the stream of per-request sampling seeds; the trainer calls :meth:`reseed`
     each step, so that a resumed run asks the backend exactly what an uninterrupted one asked.
     """
 
     def __init__(self, backend, mode: str = "decomposed", temperature: float = 0.7, max_new_tokens: int = 160,
-                 time_limit_s: float = 1200.0, library_versions: dict[str, str] | None = None,
+                 time_limit_s: float = 1200.0, warm_start: bool = False, library_versions: dict[str, str] | None = None,
                  min_fail_confidence: float = 0.5, guided: bool = True, seed: int = 0):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -49,20 +53,48 @@ class LLMWorldModel:
             raise ValueError(f"min_fail_confidence must be in [0, 1], got {min_fail_confidence}")
         self.backend, self.mode, self.temperature = backend, mode, float(temperature)
         self.max_new_tokens, self.time_limit_s = int(max_new_tokens), float(time_limit_s)
-        self.library_versions = default_library_versions() if library_versions is None else dict(library_versions)
+        self.warm_start = bool(warm_start)
+        self.library_versions = library_versions() if library_versions is None else dict(library_versions)
         self.min_fail_confidence, self.guided = float(min_fail_confidence), guided
-        self.n_predictions = self.n_gated = self.n_calls = self.n_repairs = self.n_parse_fail = 0
+        self._counts: Counter[str] = Counter()
+        self._step_mark: dict[str, float] = {}
         self.reseed(seed)
 
     def reseed(self, seed) -> None:
         """Restart the stream of sampling seeds (``seed``: anything ``numpy.random.default_rng`` takes)."""
         self.rng = np.random.default_rng(seed)
 
+    def stats(self) -> dict[str, float]:
+        """Counts since construction: :data:`COUNTS`, the backend's as ``backend_*``, and the rates.
+
+        ``requests`` counts conversations asked (repairs included); ``parse_failures`` replies
+        still unusable after the repair round; ``no_reply`` requests the backend got no answer
+        to; ``defaulted`` the verdicts read as a pass for either reason; ``demoted`` unsure fails
+        read as a pass. ``parse_failure_rate`` and ``defaulted_rate`` are per check asked.
+        """
+        counts = {key: self._counts[key] for key in COUNTS}
+        backend_stats = getattr(self.backend, "stats", None)
+        if callable(backend_stats):
+            counts.update({f"backend_{k}": v for k, v in backend_stats().items()})
+        return counts | self._rates(counts)
+
+    def step_stats(self) -> dict[str, float]:
+        """The counts since the previous call (read and reset), with their rates: one row of a step's log."""
+        now = {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
+        delta = {k: v - self._step_mark.get(k, 0) for k, v in now.items()}
+        self._step_mark = now
+        return delta | self._rates(delta)
+
+    @staticmethod
+    def _rates(counts: dict) -> dict[str, float]:
+        checks = counts["requests"] - counts["repairs"]
+        return {"parse_failure_rate": counts["parse_failures"] / checks if checks else 0.0,
+                "defaulted_rate": counts["defaulted"] / checks if checks else 0.0}
+
     @property
     def parse_fail_rate(self) -> float:
-        """Share of checks whose reply stayed unusable after the repair round."""
-        asked = self.n_calls - self.n_repairs
-        return self.n_parse_fail / asked if asked else 0.0
+        """Share of checks whose reply stayed unusable after the repair round (since construction)."""
+        return self.stats()["parse_failure_rate"]
 
     def predict(self, task, code: str) -> Prediction:
         return self.predict_many([(task, code)])[0]
@@ -75,9 +107,9 @@ class LLMWorldModel:
             gated = gate(code)
             predictions.append(gated)
             if gated is not None:
-                self.n_gated += 1
+                self._counts["gated"] += 1
                 continue
-            system = system_prompt(task, self.library_versions, self.time_limit_s)
+            system = system_prompt(task, self.library_versions, self.time_limit_s, self.warm_start)
             if self.mode == "holistic":
                 jobs.append((index, "holistic", holistic_messages(code, system)))
             else:
@@ -88,38 +120,43 @@ class LLMWorldModel:
             verdicts.setdefault(index, []).extend(self._verdicts(check, reply, raw))
         for index, found in verdicts.items():
             predictions[index] = aggregate(found)
-        self.n_predictions += len(items)
+        self._counts["predictions"] += len(items)
         return predictions  # type: ignore[return-value]
 
-    def _generate(self, conversations: list[list[dict]], schemas: list[dict]) -> list[str]:
-        self.n_calls += len(conversations)
+    def _generate(self, conversations: list[list[dict]], schemas: list[dict]) -> list[str | None]:
+        self._counts["requests"] += len(conversations)
         seeds = self.rng.integers(0, 2**31 - 1, size=len(conversations)).tolist()
         return self.backend.generate(conversations, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                      json_schema=schemas if self.guided else None, seeds=seeds)
 
-    def _ask(self, requests: list[tuple[str, list[dict]]]) -> list[tuple[ParsedReply, str]]:
-        """Ask, validate, repair once: one (parsed reply, raw text) per request."""
+    def _ask(self, requests: list[tuple[str, list[dict]]]) -> list[tuple[ParsedReply | None, str]]:
+        """Ask, validate, repair once: one (parsed reply, raw text) per request; (None, "") for no reply."""
         if not requests:
             return []
         schemas = [schema_for(check) for check, _ in requests]
         texts = self._generate([messages for _, messages in requests], schemas)
-        results = [(parse_reply(text, schema), text) for text, schema in zip(texts, schemas)]
-        bad = [i for i, (reply, _) in enumerate(results) if not reply.ok]
+        results = [(None, "") if text is None else (parse_reply(text, schema), text)
+                   for text, schema in zip(texts, schemas)]
+        bad = [i for i, (reply, _) in enumerate(results) if reply is not None and not reply.ok]
         if bad:
-            self.n_repairs += len(bad)
+            self._counts["repairs"] += len(bad)
             retry = [repair_messages(requests[i][1], results[i][1], results[i][0].errors, schemas[i]) for i in bad]
             for i, text in zip(bad, self._generate(retry, [schemas[i] for i in bad])):
-                results[i] = (parse_reply(text, schemas[i]), text)
+                if text is not None:  # no reply to the repair: keep the first, unusable one
+                    results[i] = (parse_reply(text, schemas[i]), text)
         return results
 
-    def _verdicts(self, check: str, reply: ParsedReply, raw: str) -> list[dict]:
+    def _verdicts(self, check: str, reply: ParsedReply | None, raw: str) -> list[dict]:
         """One reply as verdict dicts for :func:`aggregate` (the holistic reply names its failing check)."""
-        if not reply.ok:
-            self.n_parse_fail += 1
-            return [{"check": check, "verdict": "pass", "parse_fail": True,
-                     "reason": "unusable reply: " + "; ".join(reply.errors), "raw": raw[:300]}]
+        if reply is None or not reply.ok:  # DEFAULT TO PASS: no usable reply is a pass, counted
+            self._counts["defaulted"] += 1
+            self._counts["no_reply" if reply is None else "parse_failures"] += 1
+            reason = "no reply from the backend" if reply is None else "unusable reply: " + "; ".join(reply.errors)
+            return [{"check": check, "verdict": "pass", "parse_fail": reply is not None, "no_reply": reply is None,
+                     "reason": reason, "raw": raw[:300]}]
         value = dict(reply.value, parse_fail=False)
         if value["verdict"] == "fail" and value["confidence"] < self.min_fail_confidence:
+            self._counts["demoted"] += 1
             value.update(verdict="pass", demoted=True)  # DEFAULT TO PASS: an unsure fail is a pass
         if check != "holistic":
             return [dict(value, check=check)]

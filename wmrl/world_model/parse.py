@@ -1,7 +1,8 @@
 """From a model's free text to a validated verdict, or a precise list of what is wrong with it.
 
-Models wrap JSON in prose or code fences, write ``"12"`` for 12 and ``"Pass"`` for ``"pass"``;
-those are read leniently, because rejecting them would only measure formatting. What cannot be
+Models wrap JSON in prose or code fences, write ``"12"`` for 12, ``"Pass"`` for ``"pass"`` and a
+confidence of 2 for "certain"; those are read leniently (a number outside its range is clamped to
+it), because rejecting them would only measure formatting. What cannot be
 read - no JSON object, a missing ``reason`` or ``verdict``, a verdict outside the schema - is an
 error, reported back to the model once through :func:`repair_messages`. Keys whose schema admits
 ``null`` may be left out and read as ``null``; keys the schema does not know are dropped.
@@ -47,7 +48,7 @@ def extract_json(text: str) -> dict | None:
 
 def _allows_null(spec: dict) -> bool:
     types = spec.get("type")
-    return types == "null" or (isinstance(types, list) and "null" in types)
+    return types == "null" or (isinstance(types, list) and "null" in types) or None in spec.get("enum", ())
 
 
 def _coerce(key: str, value, spec: dict):
@@ -68,9 +69,9 @@ def _coerce(key: str, value, spec: dict):
             number = float(value) if not isinstance(value, bool) else math.nan
         except (TypeError, ValueError):
             number = math.nan
-        if not (spec.get("minimum", -math.inf) <= number <= spec.get("maximum", math.inf)):
+        if math.isnan(number):
             return None, f"{key} must be a number in [{spec.get('minimum')}, {spec.get('maximum')}], got {value!r}"
-        return number, None
+        return min(max(number, spec.get("minimum", -math.inf)), spec.get("maximum", math.inf)), None
     if isinstance(value, str):
         return value.strip(), None
     return None, f"{key} must be a string, got {type(value).__name__}"

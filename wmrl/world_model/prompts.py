@@ -13,7 +13,6 @@ only the check's question comes last, so servers with prefix caching (vLLM, SGLa
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
 
 from wmrl.vocabulary import QUALITY_BUCKETS
@@ -23,8 +22,8 @@ __all__ = [
     "CHECK_QUESTIONS",
     "HOLISTIC_QUESTION",
     "SYSTEM_TEMPLATE",
+    "WARM_PRELOADED",
     "check_messages",
-    "default_library_versions",
     "holistic_messages",
     "numbered",
     "reply_template",
@@ -32,15 +31,19 @@ __all__ = [
     "system_prompt",
 ]
 
-_NULLABLE_STR = {"type": ["string", "null"]}
+# Free-text fields are bounded (maxLength), so that a reply decoded under the schema always closes
+# within the world model's token budget (~60 + 15 + 40 tokens of text at most, plus the keys),
+# instead of being cut off mid-string by max_new_tokens.
 _BASE_PROPERTIES = {
-    "reason": {"type": "string"},
+    "reason": {"type": "string", "maxLength": 240},
     "verdict": {"type": "string", "enum": ["pass", "fail"]},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-    "error_type": _NULLABLE_STR,
+    "error_type": {"type": ["string", "null"], "maxLength": 40},
     "error_line": {"type": ["integer", "null"]},
-    "env_feedback": _NULLABLE_STR,
+    "env_feedback": {"type": ["string", "null"], "maxLength": 160},
 }
+#: Imported before a warm-started script's first line (mirrors the sandbox's warm launcher).
+WARM_PRELOADED = ("numpy", "pandas", "scipy", "scikit-learn")
 
 SYSTEM_TEMPLATE = """\
 You are the world model of a code sandbox. You never run code: you read a Python solution \
@@ -57,7 +60,7 @@ description:
 
 ## Sandbox
 Python {python}; installed libraries: {libraries}.
-No internet, no GPU. Time limit: {time_limit:g} seconds of CPU time, all the script's processes and threads together.
+No internet, no GPU. Time limit: {time_limit:g} seconds of CPU time, all the script's processes and threads together.{warm}
 The script reads its input from the folder in the environment variable DATA_DIR and must write \
 its predictions to the path in SUBMISSION_PATH, in the format of sample_submission.csv.
 
@@ -96,27 +99,13 @@ def schema_for(check: str) -> dict:
     if check == "quality":
         props["verdict"] = {"type": "string", "enum": ["pass"]}
     elif check == "holistic":
-        props["failed_check"] = {"type": ["string", "null"], "enum": [*CHECKS[:-1], None]}
+        # an enum alone (null among its values): llama.cpp's grammar ignores an enum beside a type list
+        props["failed_check"] = {"enum": [*CHECKS[:-1], None]}
     elif check not in CHECKS:
         raise ValueError(f"unknown check {check!r}; expected one of {CHECKS} or 'holistic'")
     if check in ("quality", "holistic"):
         props["quality_bucket"] = {"type": "string", "enum": list(QUALITY_BUCKETS)}
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
-
-
-def default_library_versions() -> dict[str, str]:
-    """The sandbox's library versions: the sandbox's own report if present, else this interpreter's."""
-    try:
-        from wmrl.sandbox import library_versions
-    except ImportError:
-        versions = {}
-        for dist in ("numpy", "pandas", "scikit-learn", "scipy"):
-            try:
-                versions[dist] = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return versions
-    return dict(library_versions())
 
 
 def _inventory(task, max_files: int = 12, max_columns: int = 30) -> str:
@@ -129,9 +118,15 @@ def _inventory(task, max_files: int = 12, max_columns: int = 30) -> str:
 
 
 def system_prompt(task, library_versions: dict[str, str] | None = None, time_limit_s: float = 1200.0,
-                  max_description_chars: int = 1500) -> str:
-    """The shared system prompt: task context, sandbox facts and the DEFAULT TO PASS rule."""
-    versions = default_library_versions() if library_versions is None else library_versions
+                  warm_start: bool = False, max_description_chars: int = 1500) -> str:
+    """The shared system prompt: task context, sandbox facts and the DEFAULT TO PASS rule.
+
+    ``warm_start``: the sandbox starts each script in an interpreter that has already imported
+    :data:`WARM_PRELOADED`, so their import time does not count against the limit.
+    """
+    warm = (f"\nScripts start warm: {', '.join(WARM_PRELOADED)} are already imported, so importing them "
+            "takes no time.") if warm_start else ""
+    versions = library_versions() if library_versions is None else library_versions
     description = " ".join(str(task.description).split())
     if len(description) > max_description_chars:
         description = description[:max_description_chars] + " ..."
@@ -139,7 +134,7 @@ def system_prompt(task, library_versions: dict[str, str] | None = None, time_lim
         name=task.name, category=task.category, metric=task.metric,
         direction="higher is better" if task.higher_is_better else "lower is better",
         n_rows=task.n_rows, description=description, inventory=_inventory(task),
-        python=platform.python_version(), time_limit=time_limit_s,
+        python=platform.python_version(), time_limit=time_limit_s, warm=warm,
         libraries=", ".join(f"{k}=={v}" for k, v in sorted(versions.items())) or "unknown",
     )
 

@@ -9,7 +9,9 @@ real server with a real model::
 It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` (``n`` = 1, no streaming) on
 127.0.0.1 only. Requests that arrive together are batched (up to ``--max-batch``) into one
 ``generate`` call, which is what makes concurrent clients faster than sequential ones.
-``response_format`` is accepted and ignored: transformers cannot constrain decoding.
+``response_format`` with a schema, in OpenAI's form (``{"type": "json_schema", "json_schema":
+{"schema": ...}}``) or llama.cpp's (``{"type": "json_object", "schema": ...}``), is decoded under
+that schema (unless ``--no-constrained``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class _Job:
     messages: list
     max_tokens: int
     temperature: float
+    schema: dict | None = None
     done: threading.Event = field(default_factory=threading.Event)
     text: str = ""
     error: Exception | None = None
@@ -48,8 +51,8 @@ class Batcher:
         self._queue: queue.Queue[_Job] = queue.Queue()
         threading.Thread(target=self._loop, name="wmrl-serve-batcher", daemon=True).start()
 
-    def submit(self, messages: list, max_tokens: int, temperature: float) -> str:
-        job = _Job(messages, max_tokens, temperature)
+    def submit(self, messages: list, max_tokens: int, temperature: float, schema: dict | None = None) -> str:
+        job = _Job(messages, max_tokens, temperature, schema)
         self._queue.put(job)
         job.done.wait()
         if job.error is not None:
@@ -71,7 +74,7 @@ class Batcher:
             for (max_tokens, temperature), group in groups.items():
                 try:
                     texts = self.backend.generate([j.messages for j in group], max_new_tokens=max_tokens,
-                                                  temperature=temperature)
+                                                  temperature=temperature, json_schema=[j.schema for j in group])
                     for job, text in zip(group, texts):
                         job.text = text
                 except Exception as exc:  # noqa: BLE001 - any failure is reported to each waiting request as HTTP 500
@@ -79,6 +82,20 @@ class Batcher:
                         job.error = exc
                 for job in group:
                     job.done.set()
+
+
+def _schema_of(response_format) -> dict | None:
+    """The JSON Schema a ``response_format`` asks for, in OpenAI's or llama.cpp's form, or None."""
+    if response_format is None:
+        return None
+    if not isinstance(response_format, dict) or response_format.get("type") not in ("text", "json_object",
+                                                                                  "json_schema"):
+        raise ValueError(f"response_format must be an object of type text, json_object or json_schema, got "
+                         f"{response_format!r}")
+    schema = response_format.get("schema") or (response_format.get("json_schema") or {}).get("schema")
+    if schema is not None and not isinstance(schema, dict):
+        raise ValueError(f"response_format's schema must be a JSON object, got {schema!r}")
+    return schema
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -119,10 +136,11 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ValueError("only n=1 without streaming is supported")
             max_tokens = int(request.get("max_completion_tokens") or request.get("max_tokens") or 256)
             temperature = float(request.get("temperature", 1.0))
+            schema = _schema_of(request.get("response_format"))
         except (KeyError, TypeError, ValueError) as exc:
             return self._error(400, f"bad request: {exc}")
         try:
-            text = self.server.batcher.submit(messages, max_tokens, temperature)
+            text = self.server.batcher.submit(messages, max_tokens, temperature, schema)
         except Exception as exc:  # noqa: BLE001 - a server answers every failure with a status, it does not die
             return self._error(500, f"generation failed: {exc}")
         self._send(200, {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
@@ -153,8 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model-name", default=None, help="the id clients send as 'model'")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--max-batch", type=int, default=8)
+    parser.add_argument("--no-constrained", dest="constrained", action="store_false",
+                        help="ignore response_format's schema (decode freely)")
     args = parser.parse_args(argv)
-    backend = TransformersBackend(args.model, args.gguf_file, device=args.device, batch_size=args.max_batch)
+    backend = TransformersBackend(args.model, args.gguf_file, device=args.device, batch_size=args.max_batch,
+                                  constrained=args.constrained)
     server = make_server(backend, args.port, args.model_name, args.max_batch)
     print(f"serving {server.model_name} on http://{HOST}:{server.server_address[1]}/v1", flush=True)
     try:

@@ -19,6 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from wmrl.models import smollm2_gguf
+
 __all__ = ["SMOLLM2_NAME", "load_causal_lm", "smollm2_folder"]
 
 SMOLLM2_NAME = "SmolLM2-135M-Instruct-f32"
@@ -31,8 +33,6 @@ def _gguf_stamp(gguf: Path) -> dict:
 
 def smollm2_folder(models: str | os.PathLike) -> Path:
     """Path of the dequantised SmolLM2-135M-Instruct folder under ``models``, building it on first use."""
-    from wmrl.world_model.backends import smollm2_gguf
-
     gguf = smollm2_gguf()
     models = Path(models)
     final = models / SMOLLM2_NAME

@@ -18,6 +18,8 @@ Two solution contracts (:data:`CONTRACTS`):
 
 from __future__ import annotations
 
+from wmrl.sandbox import library_versions as sandbox_library_versions
+
 __all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "prediction_spec", "sandbox_lines", "task_messages"]
 
 CONTRACTS = ("script", "fit_predict")
@@ -69,9 +71,7 @@ def task_messages(task, contract: str = "script", time_limit_s: float = 20.0, me
     if contract not in CONTRACTS:
         raise ValueError(f"contract must be one of {CONTRACTS}, got {contract!r}")
     if library_versions is None:
-        from wmrl.world_model.prompts import default_library_versions
-
-        library_versions = default_library_versions()
+        library_versions = sandbox_library_versions()
     parts = [task.description.strip(), "", "## Files in DATA_DIR (file: columns)", *inventory_lines(task), "",
              "## Sandbox", *sandbox_lines(time_limit_s, memory_mb, library_versions), "", "## Your answer"]
     if contract == "script":
