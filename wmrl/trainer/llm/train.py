@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from wmrl.config import RunConfig
+from wmrl.runs import per_category, write_run
 from wmrl.step import WMRLStep
 from wmrl.trainer.components import data_root, make_memo, make_sandbox, make_world_model
 from wmrl.trainer.llm.generate import TransformersGenerator, VLLMGenerator
 from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, WMRLRollout, prompt_key
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
-from wmrl.runs import per_category, write_run
 
 __all__ = ["GENERATION_BATCH", "evaluate", "initial_model", "rollout_settings", "train", "trainer_args"]
 
