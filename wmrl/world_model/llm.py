@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from wmrl.sandbox.runner import library_versions as sandbox_library_versions
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
 from wmrl.world_model.parse import ParsedReply, parse_reply, repair_messages
 from wmrl.world_model.prompts import (
@@ -65,7 +66,7 @@ class LLMWorldModel:
         self.backend, self.mode, self.temperature = backend, mode, float(temperature)
         self.max_new_tokens, self.time_limit_s = int(max_new_tokens), float(time_limit_s)
         self.warm_start = bool(warm_start)
-        self.library_versions = library_versions() if library_versions is None else dict(library_versions)
+        self.library_versions = sandbox_library_versions() if library_versions is None else dict(library_versions)
         self.min_fail_confidence, self.guided = float(min_fail_confidence), guided
         self._counts: Counter[str] = Counter()
         self._step_mark: dict[str, float] = {}
