@@ -168,6 +168,7 @@ ARMS = ["untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only"]
 @pytest.mark.slow
 @pytest.mark.parametrize("arm", ARMS)
 def test_llm_smoke_runs_every_arm_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2):
+    from wmrl.arms import get_arm
     from wmrl.experiments.run import run_arm
 
     out = tmp_path / arm
@@ -191,31 +192,97 @@ def test_llm_smoke_runs_every_arm_end_to_end_and_writes_a_grammar_runs_files(arm
     assert (by["world_model"] > 0) == (arm not in ("grpo", "anchor_only")) or by["world_model"] == 0
     if arm in ("od", "wmrl"):
         assert steps.od_pairs.iloc[-1] > 0
+    if get_arm(arm).world_model:  # the LLM world model's counts, per step and in total
+        assert {"wm_requests", "wm_parse_failures", "wm_defaulted", "wm_parse_failure_rate"} <= set(steps.columns)
+        assert summary["world_model"]["requests"] == steps.wm_requests.sum() > 0
+        assert 0.0 <= summary["world_model"]["parse_failure_rate"] <= 1.0
+    else:
+        assert "world_model" not in summary
 
 
-@pytest.mark.slow
-def test_a_killed_llm_run_resumes_from_its_last_checkpoint(pool, tmp_path, smollm2):
-    """Kill a run after its first checkpoint; the rerun continues at step 1 and ends with both steps."""
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "wmrl.experiments", "run", "--agent", "llm", "--arm", "grpo", "--preset",
-           "llm-smoke", "--out", str(out), "--set", "train.checkpoint_every=1"]
+def _run_killed_after_first_checkpoint(arm: str, out: Path, overrides: dict) -> None:
+    """Start ``arm`` at llm-smoke in a child process and kill it as soon as its first checkpoint is complete."""
+    cmd = [sys.executable, "-m", "wmrl.experiments", "run", "--agent", "llm", "--arm", arm, "--preset", "llm-smoke",
+           "--out", str(out), *[a for k, v in overrides.items() for a in ("--set", f"{k}={v}")]]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marker = out / "trl" / "checkpoint-1" / "wmrl_state.pt"
     deadline = time.time() + 1800
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(1)
+        time.sleep(0.2)
     proc.kill()
     proc.wait()
     assert marker.exists(), "the run never checkpointed its first step"
     if (out / "summary.json").exists():
         pytest.skip("the run finished before it could be killed")
+
+
+@pytest.mark.slow
+def test_a_killed_llm_run_resumes_and_ends_bit_identical_to_an_uninterrupted_one(pool, tmp_path, smollm2):
+    """A wmrl run (world model, anchors, Online Debiasing and IVD state) killed after its first checkpoint and
+    rerun ends where a run never interrupted ends: the same step rows (rewards, eta^2, rho, loss, KL, the world
+    model's counts), evaluations, anchor pairs, calibration snapshots, world-model totals and final weights, bit for
+    bit. Only the seconds differ."""
+    from safetensors.torch import load_file
+
     from wmrl.experiments.run import run_arm
 
-    run_arm("grpo", "llm-smoke", 0, out, agent="llm", overrides={"train.checkpoint_every": 1})
+    overrides = {"train.checkpoint_every": 1}
+    ref = tmp_path / "uninterrupted"
+    expected = run_arm("wmrl", "llm-smoke", 0, ref, agent="llm", overrides=overrides, progress=False)
+    out = tmp_path / "resumed"
+    _run_killed_after_first_checkpoint("wmrl", out, overrides)
+    assert not (out / "trl" / "checkpoint-2").exists()
+    got = run_arm("wmrl", "llm-smoke", 0, out, agent="llm", overrides=overrides, progress=False)
+
+    for name in ("steps", "eval", "pairs"):
+        pd.testing.assert_frame_equal(pd.read_parquet(out / f"{name}.parquet"), pd.read_parquet(ref / f"{name}.parquet"))
     steps = pd.read_parquet(out / "steps.parquet")
     assert list(steps.step) == [0, 1]  # step 0 from the killed run's checkpoint, step 1 from the resumed one
-    assert len(pd.read_parquet(out / "ledger.parquet").query("component == 'update'")) == 2
-    assert Path(out / "trl" / "checkpoint-2").exists()
+    assert (out / "calibration.json").read_text() == (ref / "calibration.json").read_text()
+    assert got["heldout"] == expected["heldout"]
+    assert got["world_model"] == expected["world_model"]
+    assert got["world_model"]["requests"] == steps.wm_requests.sum() > steps.wm_requests.iloc[-1]  # both steps counted
+    counts = ["step", "component", "count"]
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "ledger.parquet")[counts],
+                                  pd.read_parquet(ref / "ledger.parquet")[counts])
+    final_ref = load_file(ref / "trl" / "checkpoint-2" / "model.safetensors")
+    final = load_file(out / "trl" / "checkpoint-2" / "model.safetensors")
+    assert final.keys() == final_ref.keys() and all((final[k] == final_ref[k]).all() for k in final)
+
+
+def test_a_run_refuses_to_resume_from_a_checkpoint_of_another_configuration(pool, tmp_path):
+    """Resuming a run with changed settings would mix two experiments in one folder: refused, nothing deleted."""
+    import torch
+
+    from wmrl.presets import run_config
+    from wmrl.trainer.llm.grpo import STATE_FILE
+    from wmrl.trainer.llm.train import train
+
+    cfg = run_config("grpo", "llm-smoke", agent="llm")
+    ckpt = tmp_path / "trl" / "checkpoint-1"
+    ckpt.mkdir(parents=True)
+    torch.save({"step": {}, "log": {}, "config": cfg.with_overrides({"train.lr": 1e-3}).identity()}, ckpt / STATE_FILE)
+    with pytest.raises(RuntimeError, match="another configuration"):
+        train(cfg, tmp_path, pool, "llm-smoke", progress=False)
+    assert (ckpt / STATE_FILE).exists()
+
+
+def test_the_world_models_run_totals_are_the_sums_of_its_logged_steps_with_rates_from_the_sums():
+    """What summary.json reports: the per-step counts (which a resumed run restores) summed, rates recomputed."""
+    from wmrl.trainer.llm.grpo import RunLog
+
+    log = RunLog(steps=[
+        {"step": 0, "wm_reward": 0.4, "wm_requests": 10, "wm_repairs": 2, "wm_parse_failures": 1, "wm_defaulted": 1,
+         "wm_predictions": 8, "wm_parse_failure_rate": 1 / 8, "wm_defaulted_rate": 1 / 8},
+        {"step": 1, "wm_reward": 0.2, "wm_requests": 6, "wm_repairs": 0, "wm_parse_failures": 0, "wm_defaulted": 3,
+         "wm_predictions": 6, "wm_backend_no_reply": 3, "wm_parse_failure_rate": 0.0, "wm_defaulted_rate": 0.5},
+    ])
+    totals = log.world_model_totals()
+    assert totals["requests"] == 16 and totals["parse_failures"] == 1 and totals["backend_no_reply"] == 3
+    assert "reward" not in totals  # the mean predicted reward is not a count
+    assert totals["parse_failure_rate"] == pytest.approx(1 / 14)  # per check asked: 16 requests - 2 repairs
+    assert totals["defaulted_rate"] == pytest.approx(4 / 14)
+    assert RunLog(steps=[{"step": 0, "wm_reward": 0.1}]).world_model_totals() is None
 
 
 def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool, smollm2):

@@ -239,6 +239,19 @@ def test_the_system_prompt_carries_task_context_sandbox_facts_and_default_to_pas
         assert needle in text
 
 
+def test_without_library_versions_the_model_is_told_the_versions_installed_for_the_sandbox():
+    """The default the trainer relies on (it passes none): the sandbox's own library versions reach the prompt."""
+    from wmrl.sandbox import library_versions
+
+    installed = library_versions()
+    wm = LLMWorldModel(ScriptedBackend(passing()))
+    assert wm.library_versions == installed
+    wm.predict(TASK, GOOD)
+    system = wm.backend.conversations[0][0]["content"]
+    assert f"scikit-learn=={installed['scikit-learn']}" in system and f"numpy=={installed['numpy']}" in system
+    assert system == system_prompt(TASK, time_limit_s=wm.time_limit_s)
+
+
 @pytest.mark.parametrize("check", [*CHECKS, "holistic"])
 def test_every_schema_asks_for_the_reason_first(check):
     schema = schema_for(check)

@@ -147,14 +147,10 @@ class LLMConfig:
     #: rollout engine: the policy in this process (``transformers``) or TRL's ``vllm`` (GPU)
     generation: Literal["transformers", "vllm"] = "transformers"
     vllm_mode: Literal["colocate", "server"] = "colocate"
-    #: the LLM world model's prompting: the paper's eight ``decomposed`` checks or one ``holistic`` prompt
-    wm_mode: Literal["decomposed", "holistic"] = "decomposed"
-    wm_max_new_tokens: int = 160
 
     def __post_init__(self):
         check_section(self)
-        at_least(self, max_new_tokens=1, obs_max_tokens=1, sft_steps=0, sft_batch=1, sft_per_task=1, micro_batch=1,
-                  wm_max_new_tokens=1)
+        at_least(self, max_new_tokens=1, obs_max_tokens=1, sft_steps=0, sft_batch=1, sft_per_task=1, micro_batch=1)
 
 
 @dataclass(frozen=True)
@@ -226,9 +222,14 @@ class WorldModelConfig:
     #: a certain defect (optimistic, like the paper's DEFAULT-TO-PASS LLM world model);
     #: ``pessimistic`` fails on suspicions too (this project's earlier default, kept for comparison)
     profile: Literal["paper", "pessimistic"] = "paper"
+    #: LLM world model's prompting: the paper's eight ``decomposed`` checks (one request each) or one
+    #: ``holistic`` prompt that answers all of them at once (eight times fewer requests; small models)
+    mode: Literal["decomposed", "holistic"] = "decomposed"
+    max_new_tokens: int = 160  # LLM world model: token budget of one verdict (the JSON reply)
 
     def __post_init__(self):
         check_section(self)
+        at_least(self, max_new_tokens=1)
         if self.kind == "llm" and self.backend == "openai" and not self.base_url:
             raise ConfigError("world_model.backend='openai' needs world_model.base_url, e.g. "
                               "--set world_model.base_url=http://127.0.0.1:8000/v1")

@@ -108,7 +108,7 @@ PRESETS.update({p.name: p for p in (
              "method.od_refit_every": 2, "method.ivd_warmup_groups": 1, "method.ivd_window": 2,
              "sandbox.timeout_s": 5.0, "world_model.kind": "llm", "llm.max_new_tokens": 48, "llm.obs_max_tokens": 64,
              "llm.sft_steps": 0, "llm.sft_per_task": 2, "llm.sft_batch": 2, "llm.micro_batch": 2,
-             "llm.wm_mode": "holistic", "llm.wm_max_new_tokens": 48},
+             "world_model.mode": "holistic", "world_model.max_new_tokens": 48},
     ),
     Preset(
         "llm-small", "llm",
@@ -131,7 +131,7 @@ PRESETS.update({p.name: p for p in (
              "method.od_min_pairs": 4, "method.od_refit_every": 4, "method.ivd_window": 2,
              "sandbox.timeout_s": 10.0, "world_model.kind": "llm", "llm.contract": "fit_predict",
              "llm.max_new_tokens": 384, "llm.obs_max_tokens": 128, "llm.sft_steps": 40, "llm.sft_per_task": 12,
-             "llm.sft_batch": 4, "llm.micro_batch": 1, "llm.wm_mode": "holistic", "llm.wm_max_new_tokens": 96},
+             "llm.sft_batch": 4, "llm.micro_batch": 1, "world_model.mode": "holistic", "world_model.max_new_tokens": 96},
     ),
     Preset(
         "llm-paper", "llm",
@@ -147,7 +147,7 @@ PRESETS.update({p.name: p for p in (
              "world_model.backend": "openai", "world_model.base_url": "http://127.0.0.1:8001/v1",
              "world_model.model": "Qwen/Qwen3-4B", "llm.max_new_tokens": 4096, "llm.obs_max_tokens": 1024,
              "llm.micro_batch": 8, "llm.generation": "vllm", "llm.vllm_mode": "colocate",
-             "llm.wm_mode": "decomposed", "llm.wm_max_new_tokens": 512},
+             "world_model.mode": "decomposed", "world_model.max_new_tokens": 512},
     ),
 )})
 

@@ -33,13 +33,11 @@ def make_sandbox(cfg: SandboxConfig):
                    gpus=cfg.gpus, executor=cfg.executor, image=cfg.image)
 
 
-def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None,
-                     llm_options: dict | None = None):
+def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None):
     """The frozen world model of ``cfg``, told the facts of the ``sandbox`` whose outcomes it predicts.
 
     ``agent_model`` is the agent's own model (a Hugging Face folder): the LLM world model defaults
     to it (the paper's world model is the frozen initial policy); without one, the SmolLM2 GGUF.
-    ``llm_options`` are further :class:`~wmrl.world_model.llm.LLMWorldModel` arguments (``mode``, ...).
     """
     if cfg.kind == "static":
         return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed,
@@ -47,8 +45,8 @@ def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str
     backend = make_backend(cfg.backend, cfg.model or (agent_model if cfg.backend != "openai" else None),
                            cfg.base_url)
     facts = sandbox.facts
-    return LLMWorldModel(backend, temperature=cfg.temperature, seed=seed, time_limit_s=facts.cpu_budget_s,
-                         warm_start=facts.warm_start, **(llm_options or {}))
+    return LLMWorldModel(backend, mode=cfg.mode, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                         seed=seed, time_limit_s=facts.cpu_budget_s, warm_start=facts.warm_start)
 
 
 def make_memo(cfg: RunConfig, pool, run_folder: Path, path: str | Path | None = None) -> ExecutionMemo | None:

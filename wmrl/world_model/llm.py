@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from wmrl.sandbox.runner import library_versions as sandbox_library_versions
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
 from wmrl.world_model.parse import ParsedReply, parse_reply, repair_messages
 from wmrl.world_model.prompts import (
@@ -27,11 +28,22 @@ from wmrl.world_model.prompts import (
     system_prompt,
 )
 
-__all__ = ["COUNTS", "LLMWorldModel"]
+__all__ = ["COUNTS", "LLMWorldModel", "stat_rates"]
 
 MODES = ("decomposed", "holistic")
 #: What :meth:`LLMWorldModel.stats` counts (the backend's own counts follow as ``backend_*``).
 COUNTS = ("predictions", "gated", "requests", "repairs", "parse_failures", "no_reply", "defaulted", "demoted")
+
+
+def stat_rates(counts: dict) -> dict[str, float]:
+    """The rates of :meth:`LLMWorldModel.stats`' counts, per check asked (a repair is not a second check).
+
+    A function of the counts alone, so a run can sum its per-step counts (which survive a resume)
+    and get the run's rates from the sums.
+    """
+    checks = counts["requests"] - counts["repairs"]
+    return {"parse_failure_rate": counts["parse_failures"] / checks if checks else 0.0,
+            "defaulted_rate": counts["defaulted"] / checks if checks else 0.0}
 
 
 class LLMWorldModel:
@@ -54,7 +66,7 @@ class LLMWorldModel:
         self.backend, self.mode, self.temperature = backend, mode, float(temperature)
         self.max_new_tokens, self.time_limit_s = int(max_new_tokens), float(time_limit_s)
         self.warm_start = bool(warm_start)
-        self.library_versions = library_versions() if library_versions is None else dict(library_versions)
+        self.library_versions = sandbox_library_versions() if library_versions is None else dict(library_versions)
         self.min_fail_confidence, self.guided = float(min_fail_confidence), guided
         self._counts: Counter[str] = Counter()
         self._step_mark: dict[str, float] = {}
@@ -76,20 +88,14 @@ class LLMWorldModel:
         backend_stats = getattr(self.backend, "stats", None)
         if callable(backend_stats):
             counts.update({f"backend_{k}": v for k, v in backend_stats().items()})
-        return counts | self._rates(counts)
+        return counts | stat_rates(counts)
 
     def step_stats(self) -> dict[str, float]:
         """The counts since the previous call (read and reset), with their rates: one row of a step's log."""
         now = {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
         delta = {k: v - self._step_mark.get(k, 0) for k, v in now.items()}
         self._step_mark = now
-        return delta | self._rates(delta)
-
-    @staticmethod
-    def _rates(counts: dict) -> dict[str, float]:
-        checks = counts["requests"] - counts["repairs"]
-        return {"parse_failure_rate": counts["parse_failures"] / checks if checks else 0.0,
-                "defaulted_rate": counts["defaulted"] / checks if checks else 0.0}
+        return delta | stat_rates(delta)
 
     @property
     def parse_fail_rate(self) -> float:

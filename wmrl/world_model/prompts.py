@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import platform
 
+from wmrl.sandbox.runner import library_versions as sandbox_library_versions
 from wmrl.vocabulary import QUALITY_BUCKETS
 from wmrl.world_model.base import CHECKS
 
@@ -126,7 +127,7 @@ def system_prompt(task, library_versions: dict[str, str] | None = None, time_lim
     """
     warm = (f"\nScripts start warm: {', '.join(WARM_PRELOADED)} are already imported, so importing them "
             "takes no time.") if warm_start else ""
-    versions = library_versions() if library_versions is None else library_versions
+    versions = sandbox_library_versions() if library_versions is None else library_versions
     description = " ".join(str(task.description).split())
     if len(description) > max_description_chars:
         description = description[:max_description_chars] + " ..."

@@ -19,8 +19,12 @@ the optimiser, gradient accumulation, checkpoints); WMRL plugs in at three place
    plain GRPO's scale when every :math:`w_g = 1/G` (``tests/test_llm_trainer.py`` checks this on
    TRL's own advantage code).
 3. :class:`WMRLCallback` closes each step: it bills the update's seconds to the compute ledger,
-   evaluates on held-out tasks on schedule, and stores the step object, the ledgers and the run's
-   logs next to each of TRL's checkpoints, so that a killed run resumes where it stopped.
+   logs the LLM world model's counts of the step (requests, parse failures, verdicts defaulted to
+   PASS: :meth:`~wmrl.world_model.llm.LLMWorldModel.step_stats`) into the step's row, evaluates on
+   held-out tasks on schedule, and stores the step object, the ledgers and the run's logs next to
+   each of TRL's checkpoints, so that a killed run resumes where it stopped. The run's world-model
+   totals are the sums of the logged rows (:meth:`RunLog.world_model_totals`), so a resumed run
+   counts the steps before its restart too.
 """
 
 from __future__ import annotations
@@ -35,11 +39,15 @@ import torch
 from transformers import TrainerCallback
 
 from wmrl.ledger import ComputeLedger
+from wmrl.provenance import atomic_path
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
+from wmrl.world_model.llm import COUNTS, stat_rates
 
 __all__ = ["RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key"]
 
 STATE_FILE = "wmrl_state.pt"
+#: the prefix of the world model's per-step counts in a step's row (``wm_parse_failures``, ...)
+WM_STAT = "wm_"
 
 
 def prompt_key(prompt: list[dict]) -> str:
@@ -68,6 +76,20 @@ class RunLog:
         self.steps, self.evals, self.pairs, self.wall_s = list(s["steps"]), list(s["evals"]), list(s["pairs"]), s["wall_s"]
         self.ledger.load_state_dict(s["ledger"])
         self.eval_ledger.load_state_dict(s["eval_ledger"])
+
+    def world_model_totals(self) -> dict | None:
+        """The LLM world model's counts summed over the logged steps, with the run's rates (None: no LLM world model)."""
+        names = {k.removeprefix(WM_STAT) for row in self.steps for k in row if _is_wm_count(k)}
+        if not names:
+            return None
+        counts = {k: int(sum(row.get(WM_STAT + k, 0) for row in self.steps)) for k in sorted(names)}
+        return counts | stat_rates(counts)
+
+
+def _is_wm_count(key: str) -> bool:
+    """A world-model count in a step's row (its rates are recomputed from the sums, never summed)."""
+    name = key.removeprefix(WM_STAT)
+    return key.startswith(WM_STAT) and (name in COUNTS or name.startswith("backend_"))
 
 
 class WMRLRollout:
@@ -164,9 +186,11 @@ class WMRLReward:
 class WMRLCallback(TrainerCallback):
     """Closes each optimiser step: ledger, evaluation on schedule, WMRL state beside TRL's checkpoints."""
 
-    def __init__(self, step, log: RunLog, evaluate, eval_every: int, total_steps: int, world_model=None):
+    def __init__(self, step, log: RunLog, evaluate, eval_every: int, total_steps: int, world_model=None,
+                 config: dict | None = None):
         self.step, self.log, self.evaluate = step, log, evaluate
         self.eval_every, self.total_steps, self.world_model = int(eval_every), int(total_steps), world_model
+        self.config = config  # the run's identity, saved beside each checkpoint (a resume must match it)
         self._t0 = 0.0
 
     def on_step_begin(self, args, state, control, **kwargs):
@@ -180,8 +204,8 @@ class WMRLCallback(TrainerCallback):
         self.log.ledger.end_step()
         wm = self.world_model
         row = {"step": state.global_step - 1, **self.log.pending}
-        if wm is not None and hasattr(wm, "n_parse_fail"):
-            row.update(wm_calls=wm.n_calls, wm_parse_fail=wm.n_parse_fail)
+        if wm is not None and hasattr(wm, "step_stats"):
+            row.update({WM_STAT + k: v for k, v in wm.step_stats().items()})
         self.log.steps.append(row)
         self.log.pending = {}
         self.log.wall_s += wall
@@ -202,5 +226,5 @@ class WMRLCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
         if os.path.isdir(folder) and state.is_world_process_zero:
-            torch.save({"step": self.step.state_dict(), "log": self.log.state_dict()},
-                       os.path.join(folder, STATE_FILE))
+            with atomic_path(os.path.join(folder, STATE_FILE)) as tmp:  # a kill mid-write leaves no half file
+                torch.save({"step": self.step.state_dict(), "log": self.log.state_dict(), "config": self.config}, tmp)

@@ -114,6 +114,24 @@ def _last_checkpoint(folder: Path) -> Path | None:
     return ckpts[-1] if ckpts else None
 
 
+def _resume_point(out: Path, cfg: RunConfig) -> tuple[Path | None, dict | None]:
+    """The last complete checkpoint of the run in ``out`` and the WMRL state saved beside it (None, None: none).
+
+    A checkpoint of another configuration is refused before anything is loaded or trained: resuming
+    it would mix two experiments in one run folder.
+    """
+    resume = _last_checkpoint(out / "trl")
+    if resume is None:
+        return None, None
+    import torch
+
+    saved = torch.load(resume / STATE_FILE, weights_only=False)
+    if saved.get("config") != cfg.identity():
+        raise RuntimeError(f"{resume} was written by a run with another configuration; rerun with the same "
+                           f"settings, or delete {out / 'trl'} to start this one afresh")
+    return resume, saved
+
+
 def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progress: bool = True) -> dict:
     """Warm-start, train (resuming from the last checkpoint), evaluate and write the run folder ``out``."""
     from wmrl.agent.llm.model import load_causal_lm
@@ -124,9 +142,10 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     if not train_tasks or not eval_tasks:
         raise RuntimeError(f"the pool at {pool.root} has no training or no held-out tasks")
     out.mkdir(parents=True, exist_ok=True)
+    resume, saved = _resume_point(out, cfg)
     init, sft_info = initial_model(cfg, pool, progress)
     sandbox = make_sandbox(cfg.sandbox)
-    db = make_memo(cfg, pool, memo_path)
+    db = make_memo(cfg, pool, out, memo_path)
     log = RunLog()
     eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
     extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
@@ -137,25 +156,20 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
         return _write(out, cfg, preset, log, None, db, extra)
     wm = None
     if cfg.arm_spec.world_model:
-        wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init),
-                              llm_options={"mode": cfg.llm.wm_mode, "max_new_tokens": cfg.llm.wm_max_new_tokens})
+        wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init))
     scorer = Scorer(sandbox, wm, log.ledger, db, cfg.sandbox.workers)
     step = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
                     std_normalize=t.std_normalize)
     n_groups = step.anchors.n_anchors(t.groups_per_step) if cfg.arm_spec.anchors_only else t.groups_per_step
     trainer = build_trainer(cfg, out, init, train_tasks, eval_tasks, step, n_groups, scorer, eval_scorer, log, wm)
-    resume = _last_checkpoint(out / "trl")
-    if resume is not None:
-        import torch
-
-        saved = torch.load(resume / STATE_FILE, weights_only=False)
+    if saved is not None:
         step.load_state_dict(saved["step"])
         log.load_state_dict(saved["log"])
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     if not any(r["step"] == t.steps for r in log.evals):
         log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
         log.eval_ledger.end_step()
-    return _write(out, cfg, preset, log, step, db, extra, wm)
+    return _write(out, cfg, preset, log, step, db, extra)
 
 
 def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks, step, n_groups: int, scorer,
@@ -188,19 +202,18 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     def run_eval(model, at_step):
         return evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, at_step)
 
-    callback = WMRLCallback(step, log, run_eval, cfg.eval.every, cfg.train.steps, wm)
+    callback = WMRLCallback(step, log, run_eval, cfg.eval.every, cfg.train.steps, wm, config=cfg.identity())
     trainer = GRPOTrainer(model=str(init), reward_funcs=[reward], args=trainer_args(cfg, out, n_groups),
                           train_dataset=dataset, processing_class=tokenizer, rollout_func=roll, callbacks=[callback])
     holder.append(weakref.ref(trainer))
     return trainer
 
 
-def _write(out, cfg, preset, log: RunLog, step, db, extra, wm=None) -> dict:
+def _write(out, cfg, preset, log: RunLog, step, db, extra) -> dict:
     memo = {"enabled": db is not None, "hits": db.hits if db else 0, "misses": db.misses if db else 0}
-    if wm is not None and hasattr(wm, "n_parse_fail"):
-        extra["world_model"] = {"calls": wm.n_calls, "repairs": wm.n_repairs, "parse_fail": wm.n_parse_fail,
-                                "parse_fail_rate": wm.parse_fail_rate, "gated": wm.n_gated,
-                                "predictions": wm.n_predictions}
+    totals = log.world_model_totals()
+    if totals is not None:
+        extra["world_model"] = totals
     return write_run(out, cfg, preset, steps=log.steps, evals=log.evals, pairs=log.pairs, ledger=log.ledger,
                      eval_ledger=log.eval_ledger, snapshots=step.debiaser.snapshots if step else [],
                      wall_s=log.wall_s, extra={"memo": memo, **extra})
