@@ -27,7 +27,8 @@ import numpy as np
 from wmrl.agent.llm.prompt import feedback_message, task_messages
 from wmrl.agent.llm.solution import assemble, extract_code
 from wmrl.reward import ladder_reward, trajectory_reward
-from wmrl.world_model.base import feedback_bucket, feedback_text
+from wmrl.vocabulary import feedback_bucket
+from wmrl.world_model.base import feedback_text
 
 __all__ = ["LLMTrajectory", "LLMTurn", "RolloutSettings", "conversation_ids", "rollout"]
 

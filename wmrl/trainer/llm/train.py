@@ -4,7 +4,7 @@ A thin driver, like the grammar agent's (:mod:`wmrl.trainer.grammar`): the WMRL 
 (:mod:`wmrl.step`) does the method, TRL's GRPOTrainer the policy update, :mod:`.grpo` the glue;
 this module builds the parts from the :class:`~wmrl.config.RunConfig`, resumes from the last
 checkpoint if there is one, and writes the same files as a grammar run
-(:func:`wmrl.trainer.runs.write_run`), so notebooks read both alike.
+(:func:`wmrl.runs.write_run`), so notebooks read both alike.
 
 Arms: ``untrained`` evaluates the instruct model as it ships; ``sft`` the supervised warm start
 (``llm.sft_steps`` > 0); the trained arms start from the warm start when there is one, else from
@@ -29,7 +29,7 @@ from wmrl.trainer.llm.generate import TransformersGenerator, VLLMGenerator
 from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, WMRLRollout, prompt_key
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
-from wmrl.trainer.runs import per_category, write_run
+from wmrl.runs import per_category, write_run
 
 __all__ = ["GENERATION_BATCH", "evaluate", "initial_model", "rollout_settings", "train", "trainer_args"]
 
@@ -126,7 +126,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     out.mkdir(parents=True, exist_ok=True)
     init, sft_info = initial_model(cfg, pool, progress)
     sandbox = make_sandbox(cfg.sandbox)
-    db = make_memo(cfg, pool, memo_path)
+    db = make_memo(cfg, pool, out, memo_path)
     log = RunLog()
     eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
     extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
