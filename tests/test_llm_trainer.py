@@ -133,6 +133,17 @@ def test_llm_presets_configure_the_llm_agent_and_the_papers_values():
         run_config("wmrl", "llm-smoke", agent="grammar")
 
 
+def test_the_llm_trainer_refuses_active_anchor_selection_by_name_before_any_work(tmp_path):
+    from wmrl.config import ConfigError
+    from wmrl.presets import run_config
+    from wmrl.trainer.llm.train import train
+
+    cfg = run_config("wmrl", "llm-smoke", overrides={"method.anchor_selection": "active"}, agent="llm")
+    with pytest.raises(ConfigError, match="anchor_selection='active' is not supported by the LLM trainer"):
+        train(cfg, tmp_path / "run", pool=None, preset="llm-smoke")
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_trl_config_of_a_run_keeps_the_papers_kl_and_entropy_and_no_std_scaling(tmp_path):
     from wmrl.presets import run_config
     from wmrl.trainer.llm.train import trainer_args

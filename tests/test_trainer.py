@@ -135,3 +135,72 @@ def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_th
     assert run_config("grpo", "small", overrides=one).identity() == run_config("grpo", "small", overrides=eight).identity()
     assert run_config("grpo", "small").identity() != run_config(
         "grpo", "small", overrides={"sandbox.timeout_s": 9.0}).identity()
+
+
+class _RecordingScorer:
+    """A scorer that records its calls: every prediction says ``ok`` (the k-th script of a call scores k/100),
+    every execution a KeyError, so executed trajectories go on to turn 2 on real feedback and the others stop."""
+
+    def __init__(self):
+        from wmrl.ledger import ComputeLedger
+
+        self.ledger, self.events = ComputeLedger(), []
+
+    def predict(self, items):
+        from wmrl.world_model.base import Prediction
+
+        self.events.append(("predict", [code for _, code in items]))
+        return [Prediction("ok", None, None, "mid", k / 100) for k in range(len(items))]
+
+    def execute(self, items):
+        from wmrl.sandbox import ExecutionResult
+
+        self.events.append(("execute", [code for _, code in items]))
+        return [ExecutionResult("runtime_error", "KeyError", 3) for _ in items]
+
+
+def test_the_grammar_rollout_with_active_selection_executes_exactly_the_chosen_groups_from_turn_1(tmp_path):
+    from _toy_tasks import make_toy_tasks
+
+    from wmrl.agent import grammar
+    from wmrl.agent.feedback import feedback_of
+    from wmrl.agent.policy import encode_feedback
+    from wmrl.trainer.grammar import make_policy
+    from wmrl.trainer.rollout import rollout
+
+    tasks = list(make_toy_tasks(tmp_path).values())[:4]
+    n, scorer, seen = 3, _RecordingScorer(), []
+
+    def choose(scores):
+        seen.append(scorer.events[:])  # what had happened when the anchors were chosen
+        np.testing.assert_allclose(scores, np.arange(len(tasks) * n).reshape(len(tasks), n) / 100)  # turn 1's scores
+        return np.array([False, True, False, True])
+
+    policy = make_policy(0, len(grammar.task_features(tasks[0])))
+    groups = rollout(policy, tasks, None, np.ones(len(tasks), bool), n, 2, scorer, (0, 0, 0), choose=choose)
+    assert [e[0] for e in seen[0]] == ["predict"] and len(seen[0][0][1]) == len(tasks) * n  # all of turn 1, none run
+    executed = [code for kind, codes in scorer.events if kind == "execute" for code in codes]
+    for g, grp in enumerate(groups):
+        for tr in grp:
+            if g in (1, 3):  # the chosen groups: run from turn 1, and turn 2 reads the real feedback
+                assert tr.anchor and all(t.real is not None for t in tr.turns) and len(tr.turns) == 2
+                np.testing.assert_array_equal(tr.turns[1].feedback_in, encode_feedback(feedback_of(tr.turns[0].real)))
+                assert all(t.code in executed for t in tr.turns)
+            else:  # the others: never run; their predicted "ok" ends them after turn 1
+                assert not tr.anchor and tr.turns[0].real is None and len(tr.turns) == 1
+    assert len(executed) == sum(len(tr.turns) for g in (1, 3) for tr in groups[g])  # nothing else ran
+
+
+def test_an_undecided_rollout_without_a_chooser_is_refused():
+    from wmrl.trainer.rollout import rollout
+
+    with pytest.raises(ValueError, match="need `choose`"):
+        rollout(None, [object()], None, np.ones(1, bool), 2, 2, _RecordingScorer(), (0,))
+
+
+def test_active_selection_at_the_learner_routes_undecided_and_logs_the_chosen_budget():
+    learner = GRPOLearner(run_config("wmrl", "small", overrides={"method.anchor_selection": "active"}),
+                          policy=torch.nn.Linear(1, 1))
+    routing = learner.wmrl.route()
+    assert not routing.decided and routing.predicted.all()
+    assert learner.wmrl.choose_anchors(np.zeros((8, 4))).sum() == 1  # one group of eight, as random

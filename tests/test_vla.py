@@ -299,6 +299,11 @@ def test_a_changed_config_field_retrains_and_the_same_config_reuses(smoke_runs, 
     assert len(list(sft_cache_dir(results).iterdir())) == 2
 
 
+def test_active_anchor_selection_is_refused_by_the_vla_by_name():
+    with pytest.raises(ConfigError, match="not supported by the VLA trainer"):
+        vla_config("wmrl", "smoke", overrides={"method.anchor_selection": "active"})
+
+
 def test_every_preset_builds_a_vla_config_for_every_arm_and_untrained_is_refused_by_name():
     for name, p in PRESETS.items():
         if p.vla is None:

@@ -182,8 +182,10 @@ class MethodConfig:
     SECTION: typing.ClassVar[str] = "method"
     anchor_fraction: float = 0.1  # paper: ~10% of groups executed
     anchor_min: int = 1  # paper: at least one anchor group per step
-    #: ``random``: uniform anchors (the paper's). Other rules subclass :class:`wmrl.anchor.AnchorScheduler`.
-    anchor_selection: Literal["random"] = "random"
+    #: ``random``: uniform anchors, decided before generation (the paper's); ``active`` (beyond the
+    #: paper): after turn 1 is predicted, the groups where the calibrated world model has erred most
+    #: at their predicted scores (:mod:`wmrl.anchor`), the same number of them. Grammar agent only.
+    anchor_selection: Literal["random", "active"] = "random"
     od_min_pairs: int = 200  # paper: identity map until 200 anchor pairs
     od_refit_every: int = 64  # paper: refit after every 64 new pairs
     ivd_warmup_groups: int = 0  # anchor groups before eta^2_cal is recorded; 0: one window after OD's first fit
@@ -355,6 +357,10 @@ class RunConfig(ConfigTree):
 
     def __post_init__(self):
         self.check_arm_and_seed()
+        if self.method.anchor_selection == "active" and not self.arm_spec.mixes_streams:
+            raise ConfigError(f"method.anchor_selection='active' chooses which groups to execute from the world "
+                              f"model's predictions, and arm {self.arm!r} makes no such choice; use it with an arm that "
+                              "has both streams (mix, od, ivd, wmrl), or leave it 'random'")
 
     def identity(self) -> dict:
         """The experiment this config defines (:func:`experiment_identity` of :meth:`to_dict`)."""

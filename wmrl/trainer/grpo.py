@@ -2,7 +2,8 @@ r"""The grammar agent's GRPO learner: one step of Algorithm 1 around :class:`wmr
 
 One step:
 
-1. the step object routes the groups (which are anchors, :meth:`wmrl.step.WMRLStep.route`);
+1. the step object routes the groups (which are anchors, :meth:`wmrl.step.WMRLStep.route`; under
+   active selection it chooses them after turn 1, :meth:`wmrl.step.WMRLStep.choose_anchors`);
 2. roll out: anchors in the sandbox (and through the world model for pairs), the rest through
    the world model only (:func:`wmrl.trainer.rollout.rollout`);
 3. the step object turns real rewards and raw world-model scores into training rewards, fused
@@ -41,13 +42,17 @@ class GRPOLearner:
         self.wmrl = WMRLStep(cfg.arm, cfg.method, cfg.train.groups_per_step, cfg.train.group_size, seed=cfg.seed,
                              std_normalize=cfg.train.std_normalize)
 
-    def step(self, tasks: list, executed: np.ndarray, predicted: np.ndarray, scorer: Scorer, key: tuple) -> dict:
-        """Roll out one group per task (sampling key ``key``), then learn from it; returns the step's log."""
+    def step(self, tasks: list, executed: np.ndarray | None, predicted: np.ndarray, scorer: Scorer, key: tuple) -> dict:
+        """Roll out one group per task (sampling key ``key``), then learn from it; returns the step's log.
+
+        ``executed`` is the routing's (None under active selection: the step object chooses the
+        anchors from turn 1's predictions, :meth:`wmrl.step.WMRLStep.choose_anchors`).
+        """
         t = self.cfg.train
         groups = rollout(self.policy, tasks, executed, predicted, t.group_size, t.max_turns, scorer, key,
-                         t.temperature)
+                         t.temperature, choose=self.wmrl.choose_anchors)
         with scorer.ledger.time("update"):
-            return self._learn(groups, executed)
+            return self._learn(groups, np.array([g[0].anchor for g in groups]))
 
     def _learn(self, groups: list[list[Trajectory]], executed: np.ndarray) -> dict:
         cfg = self.cfg.train

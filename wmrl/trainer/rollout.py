@@ -12,6 +12,12 @@ streams (Sec. 3.3):
 
 All active trajectories of a step advance turn by turn together, so the policy samples one batch
 per turn and the sandbox and the world model each get one batched call per turn.
+
+Active anchor selection (``method.anchor_selection="active"``, :meth:`wmrl.step.WMRLStep.choose_anchors`):
+the anchors are not known before the rollout. Turn 1 of every group is generated and predicted
+first, ``choose`` names the anchor groups from those predictions, and only then are the anchors'
+turn-1 scripts executed, so the anchors still run in the sandbox from turn 1 and turn 2 already
+reads real feedback, as the paper requires.
 """
 
 from __future__ import annotations
@@ -134,16 +140,22 @@ def rollout(
     scorer: Scorer,
     key: tuple[int, ...],
     temperature: float = 1.0,
+    choose=None,
 ) -> list[list[Trajectory]]:
     """Roll out one group of ``group_size`` trajectories per task.
 
-    ``executed[g]``: group ``g`` runs in the sandbox (its feedback is real).
+    ``executed[g]``: group ``g`` runs in the sandbox (its feedback is real); ``None``: decided after
+    turn 1 by ``choose``, which maps the ``(groups, group_size)`` raw world-model scores of turn 1 to
+    the executed mask (active selection; every group must then be predicted).
     ``predicted[g]``: the world model scores group ``g`` (its feedback is predicted unless executed).
     ``key``: the sampling key (e.g. ``(seed, step)``); see :func:`row_uniforms`.
     A trajectory ends at its first turn whose feedback says ``ok``, or after ``max_turns``.
     """
     K = len(grammar.SLOTS)
-    groups = [[Trajectory(task, g, bool(executed[g])) for _ in range(group_size)] for g, task in enumerate(tasks)]
+    if executed is None and (choose is None or not np.all(predicted)):
+        raise ValueError("undecided anchors (executed=None) need `choose` and every group predicted on turn 1")
+    groups = [[Trajectory(task, g, bool(executed is not None and executed[g])) for _ in range(group_size)]
+              for g, task in enumerate(tasks)]
     flat = [tr for grp in groups for tr in grp]
     members = [i for grp in groups for i in range(len(grp))]
     active = list(range(len(flat)))
@@ -167,12 +179,19 @@ def rollout(
                 c = choices[row]
                 named = {s.name: s.options[c[k]] for k, s in enumerate(grammar.SLOTS)}
                 turns.append(Turn(c, prev[i][0], prev[i][1], grammar.render(flat[i].task, named)))
-        ex = [j for j, i in enumerate(active) if flat[i].anchor]
         pr = [j for j, i in enumerate(active) if predicted[flat[i].group]]
-        for j, res in zip(ex, scorer.execute([(flat[active[j]].task, turns[j].code) for j in ex])):
-            turns[j].real = res
         for j, p in zip(pr, scorer.predict([(flat[active[j]].task, turns[j].code) for j in pr])):
             turns[j].pred = p
+        if executed is None:  # active selection: the anchors, from turn 1's predictions, before any execution
+            scores = np.full((len(groups), group_size), np.nan)
+            for j, i in enumerate(active):
+                scores[flat[i].group, members[i]] = turns[j].pred.score
+            executed = np.asarray(choose(scores), dtype=bool)
+            for tr in flat:
+                tr.anchor = bool(executed[tr.group])
+        ex = [j for j, i in enumerate(active) if flat[i].anchor]
+        for j, res in zip(ex, scorer.execute([(flat[active[j]].task, turns[j].code) for j in ex])):
+            turns[j].real = res
         still = []
         for j, i in enumerate(active):
             flat[i].turns.append(turns[j])

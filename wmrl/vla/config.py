@@ -135,6 +135,10 @@ class VLAConfig(ConfigTree):
         if self.arm not in VLA_ARMS:
             raise ConfigError(f"unknown arm {self.arm!r}; choose one of {', '.join(VLA_ARMS)}")
         self.check_arm_and_seed()
+        if self.method.anchor_selection != "random":
+            raise ConfigError(f"method.anchor_selection={self.method.anchor_selection!r} is not supported by the VLA "
+                              "trainer: its progress estimator scores a rollout only after it ends, so there is no "
+                              "turn 1 to choose anchors from; use 'random' (the paper's rule)")
 
 
 def vla_config(arm: str, preset: str = "small", seed: int = 0, overrides: dict | None = None) -> VLAConfig:

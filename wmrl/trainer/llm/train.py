@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wmrl.config import RunConfig
+from wmrl.config import ConfigError, RunConfig
 from wmrl.runs import per_category, write_run
 from wmrl.step import WMRLStep
 from wmrl.trainer.components import data_root, make_memo, make_sandbox, make_world_model
@@ -135,6 +135,12 @@ def _resume_point(out: Path, cfg: RunConfig) -> tuple[Path | None, dict | None]:
 def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progress: bool = True) -> dict:
     """Warm-start, train (resuming from the last checkpoint), evaluate and write the run folder ``out``."""
     from wmrl.agent.llm.model import load_causal_lm
+
+    if cfg.method.anchor_selection != "random":
+        raise ConfigError(f"method.anchor_selection={cfg.method.anchor_selection!r} is not supported by the LLM "
+                          "trainer: TRL's rollout_func routes a whole generation batch before it generates, and "
+                          "choosing anchors after turn 1 would need every process to agree on the world model's "
+                          "turn-1 predictions first; use 'random' (the paper's rule) or the grammar agent")
 
     t = cfg.train
     train_tasks = per_category(pool.train, t.train_tasks)
