@@ -66,8 +66,8 @@ def test_an_oracle_run_is_charged_as_a_world_model_and_records_its_truth_apart(p
     summary = run_arm("wmrl", "smoke", seed=0, out=out, pool=pool, memo_path=memo_path, progress=False,
                       overrides={"world_model.kind": "oracle", "world_model.oracle_noise": 0.0})
     wm, truth = summary["compute"]["world_model"], summary["compute_apart"]["oracle"]
-    assert wm["charged_s"] == pytest.approx(CHARGE_S * wm["count"]) and truth["count"] == wm["count"] > 0
-    assert truth["charged_s"] > 0 and memo_path.exists()  # the truth was looked up in, and kept by, the shared memo
+    assert wm["charged_s"] == pytest.approx(CHARGE_S * wm["count"]) and 0 < truth["count"] <= wm["count"]
+    assert truth["charged_s"] > 0 and memo_path.exists()  # the truth was executed into the shared memo
     ledger = pd.read_parquet(out / "ledger.parquet")
     assert set(ledger.component) == set(COMPONENTS)  # the truth is no component of the run's cost
     fid = pd.read_parquet(out / "steps.parquet").fid_spearman.dropna()

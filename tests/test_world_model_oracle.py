@@ -129,24 +129,24 @@ def test_the_oracle_is_charged_as_a_world_model_and_its_executions_are_recorded_
     oracle = OracleWorldModel(Sandbox("local", timeout_s=10, grader=toy_grade, base_dir=runs_dir), 0.1, memo=fresh)
     scorer = Scorer(None, oracle, ledger)
     items = items_of(toy, ["all right", "crash", "half right"])
-    scorer.predict(items)  # three executions
+    scorer.predict(items + items_of(toy, ["does not parse"]))  # three executions; the gate runs nothing
     ledger.end_step()
-    scorer.predict(items)  # served from the memo: still charged their recorded runs' CPU seconds
+    scorer.predict(items)  # served from the memo: nothing runs, and the world model is charged as before
     ledger.end_step()
     cost, apart = ledger.to_frame(), ledger.apart_frame()
     wm = cost[cost.component == "world_model"]
-    assert wm.charged_s.tolist() == pytest.approx([3 * CHARGE_S] * 2) and wm["count"].tolist() == [3, 3]
+    assert wm.charged_s.tolist() == pytest.approx([4 * CHARGE_S, 3 * CHARGE_S]) and wm["count"].tolist() == [4, 3]
     assert set(cost.component) == set(COMPONENTS) and "oracle" not in ledger.totals().index
-    assert apart.component.tolist() == ["oracle", "oracle"] and apart["count"].tolist() == [3, 3]
+    assert apart.component.tolist() == ["oracle", "oracle"] and apart["count"].tolist() == [3, 0]
     real_cpu = sum(ExecutionMemo(runs_dir / "fresh.sqlite", "toy").get(toy.name, c)["cpu_s"] for _, c in items)
-    assert apart.charged_s.tolist() == pytest.approx([real_cpu] * 2) and real_cpu > 0
+    assert apart.charged_s.tolist() == pytest.approx([real_cpu, 0.0]) and real_cpu > 0
     assert apart.actual_s.iloc[0] > apart.actual_s.iloc[1]  # the second lookup ran nothing
     assert wm.actual_s.iloc[0] < apart.actual_s.iloc[0]  # the executions' wall time is not the world model's
     totals = ledger.apart_totals()["oracle"]
     run = pd.DataFrame([{**{f"{c}_{k}_s": ledger.totals().loc[c, f"{k}_s"] for c in COMPONENTS
                             for k in ("charged", "actual")},
                          "oracle_charged_s": totals["charged_s"], "oracle_actual_s": totals["actual_s"]}])
-    assert add_totals(run).total_charged_s.iloc[0] == pytest.approx(2 * 3 * CHARGE_S)  # the truth costs the arm nothing
+    assert add_totals(run).total_charged_s.iloc[0] == pytest.approx(7 * CHARGE_S)  # the truth costs the arm nothing
 
 
 def test_a_checkpointed_ledger_keeps_what_it_recorded_apart():

@@ -13,7 +13,8 @@ component of every step:
 
 Seconds that are *not* a run's cost are recorded apart (:data:`APART`): ``oracle``, the real
 executions an analysis instrument needs to know the truth (the oracle-derived world model of
-:mod:`wmrl.world_model.oracle`). They are kept in their own table (:meth:`ComputeLedger.apart_frame`,
+:mod:`wmrl.world_model.oracle`; ``count`` the scripts it executed, ``charged_s`` their CPU seconds,
+``actual_s`` the wall seconds of its lookups). They are kept in their own table (:meth:`ComputeLedger.apart_frame`,
 :meth:`ComputeLedger.apart_totals`), never in :meth:`~ComputeLedger.to_frame` or
 :meth:`~ComputeLedger.totals`, so no sum of a run's cost can include them by accident.
 """

@@ -54,7 +54,14 @@ _NOTEBOOK_ARMS = {
     "ANCHOR_ARMS": ["grpo", "anchor_only", "wmrl"],  # 03_anchor_only
     "COMPUTE_ARMS": ["grpo", "wm", "wmrl", "anchor_only"],  # 04_compute
     "VLA_ARMS": ["sft", "grpo", "wm", "mix", "od", "ivd", "wmrl"],  # 06_vla: Table 2's rows + Table 3's on the VLA
+    # 08_fidelity_dial: the arms trained at every fidelity level, the bands they are read against, and
+    # the arms that mark the program-analysis world model's profiles on the fidelity axis
+    "FIDELITY_ARMS": ["wm", "mix", "od", "wmrl"],
+    "FIDELITY_BANDS": ["grpo", "anchor_only"],
+    "FIDELITY_PROFILE_ARMS": ["wmrl"],
 }
+# 08_fidelity_dial's marks and distortion (its levels are sized per preset)
+_FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["paper", "pessimistic"]}
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
@@ -72,7 +79,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
              "method.ivd_warmup_groups": 1, "method.ivd_window": 2, "eval.states": 18, "eval.samples": 1},
         notebook={"SEEDS": [0], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 1.0], "THEORY_HORIZON": 600.0,
                   "THEORY_GAMMA": 2.0, "THEORY_STEPS": 120, "THEORY_MC_REPS": 300, "THEORY_BIAS_PAIRS": 512,
-                  **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0, "FIDELITY_LLM_N": 2},
+                  **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0, "FIDELITY_LLM_N": 2,
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0]},
     ),
     Preset(
         "small", "grammar",
@@ -91,7 +99,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         notebook={"SEEDS": [0, 1, 2], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 2.0, 1.0, 0.5],
                   "THEORY_HORIZON": 2400.0, "THEORY_GAMMA": 2.0, "THEORY_STEPS": 1000, "THEORY_MC_REPS": 4000,
                   "THEORY_BIAS_PAIRS": 4096, **_NOTEBOOK_ARMS, "FIDELITY_N": 96, "FIDELITY_SEED": 0,
-                  "FIDELITY_LLM_N": 6},
+                  "FIDELITY_LLM_N": 6, **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.08, 0.2, 0.4, 1.0]},
     ),
 )}
 PRESETS.update({p.name: p for p in (

@@ -110,8 +110,9 @@ class Scorer:
 
         A world model that must know the real outcome (the oracle-derived instrument of
         :mod:`wmrl.world_model.oracle`, which reports ``oracle_costs``) is charged a world-model
-        call per prediction (its ``charge_s``); what knowing the truth cost is recorded apart from
-        the run's cost (the ledger's ``oracle``), and its wall time is not the world model's.
+        call per prediction (its ``charge_s``); the executions it needed are recorded apart from
+        the run's cost (the ledger's ``oracle``: scripts executed, their CPU and wall seconds), and
+        their wall time is not the world model's.
         """
         if not items:
             return []

@@ -31,10 +31,10 @@ with the trainer's ``(seed, step)``, then one normal draw per prediction in call
 
 **Accounting.** The instrument stands in for a world model, so a prediction is charged what a
 world-model call costs (:data:`CHARGE_S`, the program-analysis model's measured CPU seconds per
-script) and never what it really spent. The executions it needed to know the truth are reported
-by :meth:`OracleWorldModel.oracle_costs` (wall seconds, the executions' CPU seconds, a memo hit
-charged its recorded run's), which the trainer records apart from the run's cost
-(:data:`wmrl.ledger.APART`). The memo is any object with ``get(task_name, code) -> dict | None``
+script) and never what it really spent. What knowing the truth really cost is reported by
+:meth:`OracleWorldModel.oracle_costs` (the scripts it had to execute, their CPU seconds, the wall
+seconds of the lookups; a memo hit costs nothing real), which the trainer records apart from the
+run's cost (:data:`wmrl.ledger.APART`). The memo is any object with ``get(task_name, code) -> dict | None``
 and ``put(task_name, code, result)`` (:class:`wmrl.trainer.memo.ExecutionMemo`; a memo shared by
 the runs of a campaign is intended: the same scripts recur across fidelity levels, arms and seeds).
 """
@@ -113,7 +113,7 @@ class OracleWorldModel:
         self.sandbox, self.noise, self.distortion, self.memo = sandbox, float(noise), distortion, memo
         self.workers, self.charge_s = workers, float(charge_s)
         self._rng = np.random.default_rng(seed)
-        self._costs = {"actual_s": 0.0, "charged_s": 0.0, "count": 0, "executed": 0}
+        self._costs = {"actual_s": 0.0, "charged_s": 0.0, "count": 0}
 
     def reseed(self, key) -> None:
         """Restart the noise stream at ``key`` (the trainer passes ``[seed, step]``: resumable)."""
@@ -142,9 +142,8 @@ class OracleWorldModel:
                 if self.memo is not None:
                     self.memo.put(items[i][0].name, items[i][1], res)
         self._costs["actual_s"] += time.perf_counter() - t0
-        self._costs["charged_s"] += sum(r.cpu_s for r in out)  # a memo hit: its recorded run's CPU seconds
-        self._costs["count"] += len(items)
-        self._costs["executed"] += len(todo)
+        self._costs["charged_s"] += sum(out[i].cpu_s for i in todo)
+        self._costs["count"] += len(todo)
         return out
 
     def predict_many(self, items: Sequence[tuple[object, str]]) -> list[Prediction]:
@@ -167,8 +166,8 @@ class OracleWorldModel:
         return self.predict_many([(task, code)])[0]
 
     def oracle_costs(self) -> dict:
-        """What knowing the truth cost since the last call, then reset: ``actual_s`` (wall seconds of
-        the executions), ``charged_s`` (their CPU seconds, memo hits at their recorded run's),
-        ``count`` (scripts looked up), ``executed`` (of them, run in the sandbox now)."""
-        out, self._costs = self._costs, {"actual_s": 0.0, "charged_s": 0.0, "count": 0, "executed": 0}
+        """What knowing the truth really cost since the last call, then reset: ``count`` (scripts the
+        sandbox ran for it: every prediction is a lookup, and neither a memo hit nor the gate runs
+        anything), ``charged_s`` (their CPU seconds) and ``actual_s`` (the wall seconds they took)."""
+        out, self._costs = self._costs, {"actual_s": 0.0, "charged_s": 0.0, "count": 0}
         return out
