@@ -55,6 +55,29 @@ def test_shared_memo_hits_are_charged_the_cost_of_the_run_they_reuse(pool, tmp_p
 
 
 @pytest.mark.slow
+def test_an_oracle_run_is_charged_as_a_world_model_and_records_its_truth_apart(pool, tmp_path, memo_path):
+    from wmrl.experiments.collect import load_runs
+    from wmrl.experiments.costs import add_totals
+    from wmrl.ledger import COMPONENTS
+    from wmrl.runs import run_dir
+    from wmrl.world_model.oracle import CHARGE_S
+
+    out = run_dir(tmp_path, "smoke", "wmrl", 0, tag="oracle")
+    summary = run_arm("wmrl", "smoke", seed=0, out=out, pool=pool, memo_path=memo_path, progress=False,
+                      overrides={"world_model.kind": "oracle", "world_model.oracle_noise": 0.0})
+    wm, truth = summary["compute"]["world_model"], summary["compute_apart"]["oracle"]
+    assert wm["charged_s"] == pytest.approx(CHARGE_S * wm["count"]) and 0 < truth["count"] <= wm["count"]
+    assert truth["charged_s"] > 0 and memo_path.exists()  # the truth was executed into the shared memo
+    ledger = pd.read_parquet(out / "ledger.parquet")
+    assert set(ledger.component) == set(COMPONENTS)  # the truth is no component of the run's cost
+    fid = pd.read_parquet(out / "steps.parquet").fid_spearman.dropna()
+    assert len(fid) and fid.to_numpy() == pytest.approx(1.0)  # no noise: every anchor group ranked perfectly
+    run = add_totals(load_runs("smoke", tmp_path, tag="oracle"))
+    assert run.oracle_charged_s.iloc[0] == pytest.approx(truth["charged_s"])
+    assert run.total_charged_s.iloc[0] == pytest.approx(sum(c["charged_s"] for c in summary["compute"].values()))
+
+
+@pytest.mark.slow
 def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(pool, tmp_path):
     memo_path = tmp_path / "shared.sqlite"
     first = run_arm("grpo", "smoke", seed=6, out=tmp_path / "a", pool=pool, memo_path=memo_path, progress=False)

@@ -210,8 +210,10 @@ class WorldModelConfig:
 
     SECTION: typing.ClassVar[str] = "world_model"
     #: ``static``: the program-analysis world model (the small scale's default); ``llm``: the
-    #: paper's LLM world model (8 check prompts, JSON verdicts) on ``backend``.
-    kind: Literal["static", "llm"] = "static"
+    #: paper's LLM world model (8 check prompts, JSON verdicts) on ``backend``; ``oracle``: an
+    #: analysis instrument of controlled fidelity, derived from the script's *real* outcome
+    #: (:mod:`wmrl.world_model.oracle`; notebook 08), never a world model one could deploy.
+    kind: Literal["static", "llm", "oracle"] = "static"
     #: LLM world model's engine: in-process ``transformers``, an ``openai``-compatible server
     #: (vLLM, SGLang, llama.cpp) at ``base_url``, or the ``vllm`` offline engine.
     backend: Literal["transformers", "openai", "vllm"] = "transformers"
@@ -228,10 +230,20 @@ class WorldModelConfig:
     #: ``holistic`` prompt that answers all of them at once (eight times fewer requests; small models)
     mode: Literal["decomposed", "holistic"] = "decomposed"
     max_new_tokens: int = 160  # LLM world model: token budget of one verdict (the JSON reply)
+    #: ``oracle`` only: SD of the Gaussian noise added to the real ladder reward before the distortion;
+    #: 0 ranks every group perfectly, more ranks it worse (the fidelity dial of notebook 08)
+    oracle_noise: float = 0.0
+    #: ``oracle`` only: the monotone distortion phi of Assumption 6 applied after the noise:
+    #: ``optimistic`` phi(l) = 0.35 + 0.6 sqrt(l) (notebook 00's shape: a world model that defaults to
+    #: pass overrates bad code), or ``identity``
+    oracle_distortion: Literal["optimistic", "identity"] = "optimistic"
 
     def __post_init__(self):
         check_section(self)
         at_least(self, max_new_tokens=1)
+        if self.oracle_noise < 0:
+            raise ConfigError(f"world_model.oracle_noise must be >= 0 (the SD of the oracle's noise), got "
+                              f"{self.oracle_noise}")
         if self.kind == "llm" and self.backend == "openai" and not self.base_url:
             raise ConfigError("world_model.backend='openai' needs world_model.base_url, e.g. "
                               "--set world_model.base_url=http://127.0.0.1:8000/v1")

@@ -10,6 +10,13 @@ component of every step:
   block is charged this process's CPU time; an execution is charged the CPU seconds of the
   solution's process tree, and one served from the execution memo is charged the measured cost
   of the real run it reuses, so that memoised and un-memoised runs are billed alike.
+
+Seconds that are *not* a run's cost are recorded apart (:data:`APART`): ``oracle``, the real
+executions an analysis instrument needs to know the truth (the oracle-derived world model of
+:mod:`wmrl.world_model.oracle`; ``count`` the scripts it executed, ``charged_s`` their CPU seconds,
+``actual_s`` the wall seconds of its lookups). They are kept in their own table (:meth:`ComputeLedger.apart_frame`,
+:meth:`ComputeLedger.apart_totals`), never in :meth:`~ComputeLedger.to_frame` or
+:meth:`~ComputeLedger.totals`, so no sum of a run's cost can include them by accident.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from contextlib import contextmanager
 
 import pandas as pd
 
-__all__ = ["COMPONENTS", "ComputeLedger"]
+__all__ = ["APART", "COMPONENTS", "ComputeLedger"]
 
 COMPONENTS = ("generation", "world_model", "execution", "update")
+#: Seconds recorded beside a run's cost, never in it (see the module docstring).
+APART = ("oracle",)
 
 
 class ComputeLedger:
@@ -41,6 +50,7 @@ class ComputeLedger:
         self.step = 0
         self._open: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
         self._rows: list[dict] = []
+        self._apart: list[dict] = []
 
     @contextmanager
     def time(self, component: str, count: int = 1):
@@ -52,9 +62,11 @@ class ComputeLedger:
             self.charge(component, time.perf_counter() - t0, time.process_time() - c0, count)
 
     def charge(self, component: str, actual_s: float, charged_s: float | None = None, count: int = 1) -> None:
-        """Add seconds to a component of the current step (charged defaults to actual)."""
-        if component not in COMPONENTS:
-            raise ValueError(f"unknown component {component!r}; expected one of {COMPONENTS}")
+        """Add seconds to a component of the current step (charged defaults to actual); a component of
+        :data:`APART` is recorded beside the run's cost."""
+        if component not in COMPONENTS + APART:
+            raise ValueError(f"unknown component {component!r}; expected one of {COMPONENTS} (or, recorded apart "
+                             f"from the cost, {APART})")
         charged_s = actual_s if charged_s is None else charged_s
         if actual_s < 0 or charged_s < 0:
             raise ValueError(f"seconds must be >= 0, got actual={actual_s}, charged={charged_s}")
@@ -68,6 +80,10 @@ class ComputeLedger:
         for c in COMPONENTS:
             a, ch, n = self._open.get(c, (0.0, 0.0, 0))
             self._rows.append({"step": self.step, "component": c, "actual_s": a, "charged_s": ch, "count": n})
+        for c in APART:  # only the runs that record one get its rows
+            if c in self._open:
+                a, ch, n = self._open[c]
+                self._apart.append({"step": self.step, "component": c, "actual_s": a, "charged_s": ch, "count": n})
         self._open.clear()
         self.step += 1
 
@@ -79,9 +95,19 @@ class ComputeLedger:
         """Seconds per component summed over steps."""
         return self.to_frame().groupby("component")[["actual_s", "charged_s", "count"]].sum()
 
+    def apart_frame(self) -> pd.DataFrame:
+        """The seconds recorded apart (:data:`APART`), in :meth:`to_frame`'s columns; empty if none."""
+        return pd.DataFrame(self._apart, columns=["step", "component", "actual_s", "charged_s", "count"])
+
+    def apart_totals(self) -> dict[str, dict]:
+        """``{component: {"actual_s", "charged_s", "count"}}`` of the seconds recorded apart, summed over steps."""
+        t = self.apart_frame().groupby("component")[["actual_s", "charged_s", "count"]].sum()
+        return {c: {"actual_s": float(r.actual_s), "charged_s": float(r.charged_s), "count": int(r["count"])}
+                for c, r in t.iterrows()}
+
     def state_dict(self) -> dict:
-        return {"step": self.step, "rows": list(self._rows)}
+        return {"step": self.step, "rows": list(self._rows), "apart": list(self._apart)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.step, self._rows = state["step"], list(state["rows"])
+        self.step, self._rows, self._apart = state["step"], list(state["rows"]), list(state.get("apart", []))
         self._open.clear()

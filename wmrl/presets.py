@@ -54,7 +54,14 @@ _NOTEBOOK_ARMS = {
     "ANCHOR_ARMS": ["grpo", "anchor_only", "wmrl"],  # 03_anchor_only
     "COMPUTE_ARMS": ["grpo", "wm", "wmrl", "anchor_only"],  # 04_compute
     "VLA_ARMS": ["sft", "grpo", "wm", "mix", "od", "ivd", "wmrl"],  # 06_vla: Table 2's rows + Table 3's on the VLA
+    # 08_fidelity_dial: the arms trained at every fidelity level, the bands they are read against, and
+    # the arms that mark the program-analysis world model's profiles on the fidelity axis
+    "FIDELITY_ARMS": ["wm", "mix", "od", "wmrl"],
+    "FIDELITY_BANDS": ["grpo", "anchor_only"],
+    "FIDELITY_PROFILE_ARMS": ["wmrl"],
 }
+# 08_fidelity_dial's marks and distortion (its levels are sized per preset)
+_FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["paper", "pessimistic"]}
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
@@ -74,7 +81,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "THEORY_GAMMA": 2.0, "THEORY_STEPS": 120, "THEORY_MC_REPS": 300, "THEORY_BIAS_PAIRS": 512,
                   **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0, "FIDELITY_LLM_N": 2,
                   # 10_anchor_budget: 3 groups a step, so 5% -> 1 group (the default runs), 50% -> 2
-                  "BUDGET_SHARES": [0.05, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"], "BUDGET_ACTIVE_SHARES": [0.05]},
+                  "BUDGET_SHARES": [0.05, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"], "BUDGET_ACTIVE_SHARES": [0.05],
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0]},
     ),
     Preset(
         "small", "grammar",
@@ -97,7 +105,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "FIDELITY_LLM_N": 6,
                   # 10_anchor_budget: of 8 groups, 5% and 12.5% -> 1 (the default runs), 25% -> 2, 50% -> 4
                   "BUDGET_SHARES": [0.05, 0.125, 0.25, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"],
-                  "BUDGET_ACTIVE_SHARES": [0.125, 0.25]},
+                  "BUDGET_ACTIVE_SHARES": [0.125, 0.25],
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.08, 0.2, 0.4, 1.0]},
     ),
 )}
 PRESETS.update({p.name: p for p in (

@@ -4,7 +4,9 @@ A training run of any agent (grammar or LLM) writes, under
 ``<results>/train/<preset>/<arm>[~<tag>]/seed<S>/``:
 
 - ``summary.json``: arm, preset, seed, final held-out Avg and per category, compute totals,
-  provenance (the whole config, seed, git commit, date, machine);
+  the seconds recorded apart from them (``compute_apart``: an oracle-derived world model's real
+  executions, :data:`wmrl.ledger.APART`; only in the runs that have some), provenance (the whole
+  config, seed, git commit, date, machine);
 - ``steps.parquet``: one row per training step (rewards, eta^2, rho, anchor share, fidelity, ...);
 - ``eval.parquet``: held-out avg@k per task at each evaluation step;
 - ``ledger.parquet``: seconds per step and component, actual and charged;
@@ -85,6 +87,7 @@ def write_run(out: Path, cfg, preset: str, *, steps: list[dict], evals: list[dic
         "arm": cfg.arm, "preset": preset, "seed": cfg.seed, "agent": cfg.agent.kind, "heldout": headline(evals_df),
         "compute": {c: {"actual_s": float(totals.loc[c, "actual_s"]), "charged_s": float(totals.loc[c, "charged_s"]),
                         "count": int(totals.loc[c, "count"])} for c in totals.index},
+        **({"compute_apart": ledger.apart_totals()} if ledger.apart_totals() else {}),
         "wall_s": wall_s, "steps": cfg.train.steps,
         "eval_actual_s": float(eval_frame["actual_s"].sum()) if len(eval_frame) else 0.0,
         **(extra or {}),

@@ -113,6 +113,10 @@ def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, s
               tag: str | None = None) -> pd.DataFrame:
     """One row per finished run: arm, seed, held-out Avg and per category, compute, provenance.
 
+    Compute columns are ``<component>_charged_s`` / ``_actual_s``; a run that recorded seconds apart
+    from its cost (:data:`wmrl.ledger.APART`, e.g. ``oracle``) also has ``oracle_charged_s``,
+    ``oracle_actual_s`` and ``oracle_count``, which no total counts.
+
     Without ``tag`` only default runs are read; with it only the runs of that variant, whose
     ``arm`` column reads ``"<arm>~<tag>"``.
     """
@@ -129,6 +133,9 @@ def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, s
         row.update({f"cat_{k}": v for k, v in s["heldout"]["per_category"].items()})
         for comp, c in s["compute"].items():
             row[f"{comp}_charged_s"], row[f"{comp}_actual_s"] = c["charged_s"], c["actual_s"]
+        for comp, c in s.get("compute_apart", {}).items():  # beside the cost: add_totals never sums these
+            row[f"{comp}_charged_s"], row[f"{comp}_actual_s"], row[f"{comp}_count"] = (
+                c["charged_s"], c["actual_s"], c["count"])
         rows.append(row)
     if not rows:
         raise FileNotFoundError(

@@ -1,4 +1,4 @@
-"""The parts of a run, built from its configuration: sandbox, world model, execution memo.
+"""The parts of a run, built from its configuration: sandbox, world model, execution memos.
 
 Every trainer builds its sandbox and world model here, from the :class:`~wmrl.config.RunConfig`
 sections, so a new backend is one branch in one place and no trainer hard-codes one.
@@ -17,9 +17,10 @@ from wmrl.sandbox import Sandbox
 from wmrl.trainer.memo import ExecutionMemo
 from wmrl.world_model.backends import make_backend
 from wmrl.world_model.llm import LLMWorldModel
+from wmrl.world_model.oracle import OracleWorldModel
 from wmrl.world_model.static import ProgramAnalysisWorldModel
 
-__all__ = ["data_root", "make_memo", "make_sandbox", "make_world_model"]
+__all__ = ["data_root", "make_memo", "make_oracle_memo", "make_sandbox", "make_world_model"]
 
 
 def data_root() -> Path:
@@ -33,12 +34,18 @@ def make_sandbox(cfg: SandboxConfig):
                    gpus=cfg.gpus, executor=cfg.executor, image=cfg.image)
 
 
-def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None):
+def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None, memo=None,
+                     workers: int = 1):
     """The frozen world model of ``cfg``, told the facts of the ``sandbox`` whose outcomes it predicts.
 
     ``agent_model`` is the agent's own model (a Hugging Face folder): the LLM world model defaults
     to it (the paper's world model is the frozen initial policy); without one, the SmolLM2 GGUF.
+    ``memo`` and ``workers`` serve the oracle-derived instrument only (``kind="oracle"``): where it
+    looks real outcomes up (:func:`make_oracle_memo`) and how many scripts it runs at once.
     """
+    if cfg.kind == "oracle":
+        return OracleWorldModel(sandbox, cfg.oracle_noise, cfg.oracle_distortion, seed=seed, memo=memo,
+                                workers=workers)
     if cfg.kind == "static":
         return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed,
                                                      profile=cfg.profile)
@@ -59,8 +66,26 @@ def make_memo(cfg: RunConfig, pool, run_folder: Path, path: str | Path | None = 
     """
     if cfg.sandbox.memo == "off":
         return None
+    where = run_folder / "memo.sqlite" if cfg.sandbox.memo == "run" else Path(path or data_root() / "memo.sqlite")
+    return ExecutionMemo(where, _memo_salt(cfg, pool))
+
+
+def make_oracle_memo(cfg: RunConfig, pool, path: str | Path | None = None) -> ExecutionMemo | None:
+    """Where an oracle-derived world model (``world_model.kind="oracle"``) looks real outcomes up.
+
+    One memo shared by every run (``path``, default the data root's, the memo of ``sandbox.memo =
+    "shared"``), whatever ``sandbox.memo`` says about the run's own executions: the instrument's
+    truth is not the run's cost (it is recorded apart), and the same scripts recur across the
+    fidelity levels, arms and seeds of a campaign, so each runs once. None for another world model,
+    or when ``sandbox.memo`` is ``off`` (then every lookup executes).
+    """
+    if cfg.world_model.kind != "oracle" or cfg.sandbox.memo == "off":
+        return None
+    return ExecutionMemo(Path(path or data_root() / "memo.sqlite"), _memo_salt(cfg, pool))
+
+
+def _memo_salt(cfg: RunConfig, pool) -> str:
+    """The pool's manifest and the sandbox's budget, hashed: a changed task or limit never serves a stale result."""
     manifest = json.dumps(pool.manifest, sort_keys=True, default=str)
     budget = f"cpu-budget {cfg.sandbox.timeout_s}|wall {cfg.sandbox.wall_timeout_s}|{cfg.sandbox.memory_mb}"
-    salt = hashlib.sha256(f"{manifest}|{budget}".encode()).hexdigest()[:16]
-    where = run_folder / "memo.sqlite" if cfg.sandbox.memo == "run" else Path(path or data_root() / "memo.sqlite")
-    return ExecutionMemo(where, salt)
+    return hashlib.sha256(f"{manifest}|{budget}".encode()).hexdigest()[:16]

@@ -26,7 +26,7 @@ from wmrl.ledger import ComputeLedger
 from wmrl.progress import tqdm
 from wmrl.provenance import atomic_path
 from wmrl.runs import per_category, write_run
-from wmrl.trainer.components import make_memo, make_sandbox, make_world_model
+from wmrl.trainer.components import make_memo, make_oracle_memo, make_sandbox, make_world_model
 from wmrl.trainer.grpo import GRPOLearner
 from wmrl.trainer.rollout import Scorer, rollout
 
@@ -73,7 +73,8 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
     ledger, eval_ledger = ComputeLedger(), ComputeLedger()
     sandbox = make_sandbox(cfg.sandbox)
     db = make_memo(cfg, pool, out, memo_path)
-    wm = make_world_model(cfg.world_model, sandbox, cfg.seed) if cfg.arm_spec.world_model else None
+    wm = make_world_model(cfg.world_model, sandbox, cfg.seed, memo=make_oracle_memo(cfg, pool, memo_path),
+                          workers=cfg.sandbox.workers) if cfg.arm_spec.world_model else None
     scorer = Scorer(sandbox, wm, ledger, db, cfg.sandbox.workers)
     eval_scorer = Scorer(sandbox, None, eval_ledger, db, cfg.sandbox.workers)
     learner = GRPOLearner(cfg, make_policy(cfg.seed, len(grammar.task_features(train_tasks[0]))))

@@ -112,10 +112,27 @@ class Scorer:
         return out
 
     def predict(self, items: list[tuple[object, str]]) -> list:
+        """World-model predictions, billed to the ledger's ``world_model``.
+
+        A world model that must know the real outcome (the oracle-derived instrument of
+        :mod:`wmrl.world_model.oracle`, which reports ``oracle_costs``) is charged a world-model
+        call per prediction (its ``charge_s``); the executions it needed are recorded apart from
+        the run's cost (the ledger's ``oracle``: scripts executed, their CPU and wall seconds), and
+        their wall time is not the world model's.
+        """
         if not items:
             return []
-        with self.ledger.time("world_model", count=len(items)):
-            return self.world_model.predict_many(items)
+        truth_costs = getattr(self.world_model, "oracle_costs", None)
+        if truth_costs is None:
+            with self.ledger.time("world_model", count=len(items)):
+                return self.world_model.predict_many(items)
+        t0 = time.perf_counter()
+        preds = self.world_model.predict_many(items)
+        truth = truth_costs()
+        self.ledger.charge("world_model", max(time.perf_counter() - t0 - truth["actual_s"], 0.0),
+                           self.world_model.charge_s * len(items), count=len(items))
+        self.ledger.charge("oracle", truth["actual_s"], truth["charged_s"], count=truth["count"])
+        return preds
 
 
 def row_uniforms(key: tuple[int, ...], rows: list[tuple[int, int]], turn: int, slots: int) -> np.ndarray:

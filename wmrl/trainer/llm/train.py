@@ -25,7 +25,7 @@ import numpy as np
 from wmrl.config import ConfigError, RunConfig
 from wmrl.runs import per_category, write_run
 from wmrl.step import WMRLStep
-from wmrl.trainer.components import data_root, make_memo, make_sandbox, make_world_model
+from wmrl.trainer.components import data_root, make_memo, make_oracle_memo, make_sandbox, make_world_model
 from wmrl.trainer.llm.generate import TransformersGenerator, VLLMGenerator
 from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, WMRLRollout, prompt_key
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
@@ -162,7 +162,8 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
         return _write(out, cfg, preset, log, None, db, extra)
     wm = None
     if cfg.arm_spec.world_model:
-        wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init))
+        wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init),
+                              memo=make_oracle_memo(cfg, pool), workers=cfg.sandbox.workers)
     scorer = Scorer(sandbox, wm, log.ledger, db, cfg.sandbox.workers)
     step = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
                     std_normalize=t.std_normalize)
