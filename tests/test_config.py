@@ -40,6 +40,17 @@ def test_the_identity_ignores_scheduling_and_paths_but_nothing_else():
     assert "workers" not in experiment_identity(a.to_dict())["sandbox"]
 
 
+def test_a_run_stored_before_a_field_existed_is_the_same_experiment_at_that_fields_default():
+    """A config written by an earlier version lacks today's new fields and may hold removed ones."""
+    want = run_config("wmrl", "small")
+    old = want.to_dict()
+    del old["method"]["anchor_selection"], old["world_model"]["oracle_noise"]
+    old["llm"]["a_field_since_removed"] = "x"
+    assert experiment_identity(old) == want.identity()
+    # a new field asked for at another value than its default is another experiment
+    assert experiment_identity(old) != run_config("wmrl", "small", overrides={"world_model.oracle_noise": 0.2}).identity()
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"anchor_fraction": 0.2}, "did you mean method.anchor_fraction"),
     ({"method.anchor_fracton": 0.2}, "did you mean 'anchor_fraction'"),

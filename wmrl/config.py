@@ -471,9 +471,27 @@ def parse_set(items) -> dict:
 
 
 def experiment_identity(config: dict) -> dict:
-    """A nested config dict without its :data:`SCHEDULING_FIELDS`: what two runs must share to be the same run."""
+    """A nested config dict without its :data:`SCHEDULING_FIELDS`: what two runs must share to be the same run.
+
+    ``config`` may have been written by an earlier version of the project (a stored run's
+    ``summary.json``): a field added since takes its default, which by this project's rule keeps
+    the behaviour from before the field existed (``world_model.oracle_noise``,
+    ``method.anchor_selection``, ...), and a field since removed or moved is dropped (it can no
+    longer be asked for). So a new switch does not turn every stored run into another experiment.
+    """
     out = json.loads(json.dumps(config))
+    for name, cls in _SECTIONS.items():
+        if not isinstance(out.get(name), dict):
+            continue
+        have = out[name]
+        out[name] = {f.name: have[f.name] if f.name in have else _default(f) for f in fields(cls)}
     for dotted in SCHEDULING_FIELDS:
         section, _, name = dotted.partition(".")
         out.get(section, {}).pop(name, None)
     return out
+
+
+def _default(f: dataclasses.Field):
+    """A dataclass field's default, as :meth:`ConfigTree.to_dict` writes it."""
+    value = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    return json.loads(json.dumps(value))
