@@ -32,3 +32,26 @@ def test_the_page_is_rewritten_identically_from_unchanged_results(tmp_path):
 def test_a_preset_without_results_says_how_to_make_them(tmp_path):
     page = results_page.results_page(tmp_path, "smoke")
     assert "No results of preset `smoke` yet" in page and "\n| C0 |" not in page
+
+
+def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
+    page = (RESULTS.parent / "RESULTS.md").read_text()
+    short = next(line for line in page.splitlines() if line.startswith("**In short.**"))
+    readme = (RESULTS.parent / "README.md").read_text()
+    assert f"{results_page.README_BEGIN}\n{short}\n{results_page.README_END}" in readme
+    (tmp_path / "page.md").write_text("# Results\n\n**In short.** Of the 2 claims, 1 is new.\n")
+    (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\nrest\n")
+    results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
+    assert (tmp_path / "README.md").read_text() == (f"intro\n{results_page.README_BEGIN}\n**In short.** Of the 2 claims, "
+                                                   f"1 is new.\n{results_page.README_END}\nrest\n")
+
+
+def test_the_summary_counts_verdicts_and_names_the_claims():
+    import pandas as pd
+
+    t = pd.DataFrame({"verdict": ["reproduced", "inconclusive", "fails"], "verdict_holm": ["inconclusive"] * 3,
+                      "mdd": [4.0, 12.5, 2.0], "unit": ["points", "points", "x"]}, index=["C0", "C1", "C3"])
+    text = results_page.in_short([t], [0, 1, 2])
+    assert text.startswith("Of the 3 claims tested on 3 seeds, 1 are reproduced (C0), 1 fail (C3) and 1 are "
+                           "inconclusive (C1); after Holm's correction within each notebook: 0 reproduced, 0 fail, 3")
+    assert "paired differences of 4.0 to 12.5 points" in text  # the ratio claim's factor is not a difference in points

@@ -57,8 +57,17 @@ def provenance(config: dict | None = None, seed: int | None = None) -> dict:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpu_count": os.cpu_count(),
+            "load": machine_load(),
         },
     }
+
+
+def machine_load() -> dict:
+    """How busy the machine was when a result was written. Wall times depend on it (budgets count
+    CPU seconds, so outcomes do not), and a reader can tell an idle run from a busy one."""
+    one, five, fifteen = os.getloadavg()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"loadavg_1m": one, "loadavg_5m": five, "loadavg_15m": fifteen, "cores_usable": usable}
 
 
 class atomic_path:

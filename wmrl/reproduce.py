@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 
 from wmrl.experiments.notebook import available_presets, ensure_kernel
-from wmrl.experiments.results_page import write_results_page
+from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.provenance import REPO, atomic_path
 
 __all__ = ["NotebookRun", "discover", "main", "replay_notebook", "train_notebook"]
@@ -148,6 +148,7 @@ def main(argv=None) -> int:
     page = NotebookRun("RESULTS.md")
     try:
         write_results_page(REPO / "results", RESULTS_PAGE, REPLAY_PRESET)
+        write_readme_summary(RESULTS_PAGE, REPO / "README.md")
     except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
         page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
     runs.append(page)

@@ -133,6 +133,7 @@ def vla_hacking(hist: pd.DataFrame, arm: str = "wm", reference: str = "grpo") ->
     if np.isfinite(late.get(arm, np.nan)) and np.isfinite(late.get(reference, np.nan)):
         out.append(f"In the second half of training, progress ranks a success above a failure with ROC AUC "
                    f"{late[arm]:.2f} on {arm}'s rollouts and {late[reference]:.2f} on {reference}'s (0.5 is chance).")
+    return out
 
 
 def _versus_break_even(b) -> str:

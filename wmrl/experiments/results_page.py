@@ -19,7 +19,7 @@ from wmrl.experiments.costs import add_totals
 from wmrl.presets import notebook_params
 from wmrl.vla.results import history_table, runs_table
 
-__all__ = ["results_page", "write_results_page"]
+__all__ = ["README_BEGIN", "README_END", "in_short", "results_page", "write_readme_summary", "write_results_page"]
 
 #: (notebook, its claims, its main figure) in the page's order; the claims the paper lacks are marked.
 SECTIONS = (
@@ -28,6 +28,31 @@ SECTIONS = (
     ("03_anchor_only", claims.ANCHOR_ONLY, "03_anchor_only.png", "the arm the paper lacks: the anchors alone"),
     ("06_vla", claims.VLA, "06_vla_success.png", "Table 2: the embodied transfer, VLA analog"),
 )
+
+
+#: The README's block that :func:`write_readme_summary` owns (the front door's summary of the results).
+README_BEGIN = "<!-- results:begin (written by python -m wmrl.reproduce from results/; do not edit) -->"
+README_END = "<!-- results:end -->"
+
+
+def in_short(tables: list[pd.DataFrame], seeds) -> str:
+    """One paragraph over every claims table: how many claims each verdict got (before and after
+    Holm's correction, which is per notebook) and the detectable differences the seeds allowed."""
+    if not tables:
+        return "No claims could be tested yet: run `python -m wmrl.reproduce`."
+    t = pd.concat(tables)
+    ids = {v: ", ".join(t.index[t.verdict == v]) for v in ("reproduced", "fails", "inconclusive")}
+    holm = t.verdict_holm.value_counts()
+    points = t[t.unit != "x"].mdd.dropna()
+    text = (f"Of the {len(t)} claims tested on {len(seeds)} seeds, {(t.verdict == 'reproduced').sum()} are reproduced "
+            f"({ids['reproduced'] or 'none'}), {(t.verdict == 'fails').sum()} fail ({ids['fails'] or 'none'}) and "
+            f"{(t.verdict == 'inconclusive').sum()} are inconclusive ({ids['inconclusive'] or 'none'}); after Holm's "
+            f"correction within each notebook: {holm.get('reproduced', 0)} reproduced, {holm.get('fails', 0)} fail, "
+            f"{holm.get('inconclusive', 0)} inconclusive.")
+    if len(points):
+        text += (f" The seeds detect (80% power) paired differences of {points.min():.1f} to {points.max():.1f} points "
+                 "of held-out Avg or success, against the paper's effects of 1-5 points.")
+    return text
 
 
 def _cell(text) -> str:
@@ -83,7 +108,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         "| claim | statement | paper | ours (95% CI) | seeds | detectable | verdict | Holm | notebook | figure |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    paragraphs = {}
+    paragraphs, tables = {}, []
     for notebook, claim_list, figure, title in SECTIONS:
         data = vla if notebook == "06_vla" else runs
         if isinstance(data, str):
@@ -95,6 +120,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
             paragraphs[notebook] = (title, [f"No results of preset `{preset}` yet: run `python -m wmrl.reproduce`."])
             continue
         table = claims.evaluate_claims(data, chosen)
+        tables.append(table)
         lines += _claims_rows(table, notebook, figure)
         paragraphs[notebook] = (title, claims.what_we_see(table)
                                 + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
@@ -109,6 +135,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
     if fixed.is_file() and runs is not None and "wmrl" in set(runs.arm):
         paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", findings.fidelity_findings(
             pd.read_parquet(fixed), load_table(runs[runs.arm == "wmrl"], "steps")))
+    lines[4:4] = ["**In short.** " + in_short(tables, seeds), ""]
     lines += ["", "## What each notebook shows", ""]
     for notebook in sorted(paragraphs):
         title, sentences = paragraphs[notebook]
@@ -146,3 +173,17 @@ def write_results_page(results: str | Path, out: str | Path, preset: str = "smal
     if not out.is_file() or out.read_text() != text:
         out.write_text(text)
     return out
+
+
+def write_readme_summary(page: str | Path, readme: str | Path) -> None:
+    """Copy the page's "In short" paragraph into the README's block between :data:`README_BEGIN` and
+    :data:`README_END`, so the front door's summary is the results' and cannot drift from them."""
+    readme = Path(readme)
+    short = next(line for line in Path(page).read_text().splitlines() if line.startswith("**In short.**"))
+    text = readme.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise ValueError(f"{readme} has no results block ({README_BEGIN} ... {README_END})")
+    head, rest = text.split(README_BEGIN, 1)
+    new = f"{head}{README_BEGIN}\n{short}\n{README_END}{rest.split(README_END, 1)[1]}"
+    if new != text:
+        readme.write_text(new)
