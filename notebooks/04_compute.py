@@ -72,9 +72,11 @@ shape = run_settings(runs, "train.groups_per_step", "train.group_size", "method.
 # %% [markdown]
 # ## 1. The measured breakdown
 #
-# Seconds per run and component, mean over seeds. *Charged* bills an execution served from the
-# execution memo at the measured cost of the run it reuses (what the step would cost without the
-# memo); *actual* is what this machine spent. The paper's GPU-hours correspond to *charged*.
+# Seconds per run and component, mean over seeds. *Charged* is CPU seconds: of the solution's
+# process tree for an execution (one served from the execution memo is billed the CPU seconds of
+# the run it reuses: what the step would cost without the memo), of the trainer's process for the
+# other components; *actual* is wall-clock time on this machine, which depends on its load. The
+# paper's GPU-hours correspond to *charged*.
 
 # %% tags=["nbval-check-output"]
 charged = costs.compute_table(runs, ARMS_HERE, "charged")
@@ -89,21 +91,23 @@ print("actual seconds per run (memo hits cost ~0 here)\n", actual.round(1).to_st
 # %% [markdown]
 # **The charged compute, recomputed from the ledger.** A run's charged seconds per component are
 # the sum over its steps of what the ledger charged that step,
-# $C_c = \sum_t \mathrm{charged}_{c,t}$, and only execution may be charged more than it cost (a memo
-# hit is billed its original run's time). Recomputed from `ledger.parquet` and asserted equal to
-# `summary.json`, which every table and ratio here reads.
+# $C_c = \sum_t \mathrm{charged}_{c,t}$. Outside execution (whose memo hits are billed their original
+# run's CPU seconds), a block's CPU seconds cannot exceed its wall time times the cores it could use,
+# $\mathrm{charged}_c \le k\,\mathrm{actual}_c$. Recomputed from `ledger.parquet` and asserted
+# equal to `summary.json`, which every table and ratio here reads.
 
 # %%
 per_run = ledger.groupby(["arm", "seed", "component"])[["charged_s", "actual_s"]].sum()
 n_checked = 0
 for _, r in runs.iterrows():
-    logged = json.loads((Path(r.dir) / "summary.json").read_text())["compute"]
+    summary = json.loads((Path(r.dir) / "summary.json").read_text())
+    logged, cores = summary["compute"], summary["provenance"]["machine"]["cpu_count"]
     for comp, v in logged.items():
         mine = per_run.loc[(r.arm, r.seed, comp)] if (r.arm, r.seed, comp) in per_run.index else pd.Series(
             {"charged_s": 0.0, "actual_s": 0.0})
         assert np.isclose(mine.charged_s, v["charged_s"], atol=1e-9) and np.isclose(mine.actual_s, v["actual_s"], atol=1e-9)
         if comp != "execution":
-            assert mine.charged_s == mine.actual_s, f"{r.arm} {comp}: only execution may be charged more than it cost"
+            assert mine.charged_s <= cores * mine.actual_s + 1e-6, f"{r.arm} {comp}: more CPU than {cores} cores give"
         n_checked += 1
 print(f"{n_checked} (run, component) totals recomputed from ledger.parquet: equal to summary.json")
 

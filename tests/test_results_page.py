@@ -52,6 +52,6 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
     t = pd.DataFrame({"verdict": ["reproduced", "inconclusive", "fails"], "verdict_holm": ["inconclusive"] * 3,
                       "mdd": [4.0, 12.5, 2.0], "unit": ["points", "points", "x"]}, index=["C0", "C1", "C3"])
     text = results_page.in_short([t], [0, 1, 2])
-    assert text.startswith("Of the 3 claims tested on 3 seeds, 1 are reproduced (C0), 1 fail (C3) and 1 are "
+    assert text.startswith("Of the 3 claims tested on 3 seeds, 1 is reproduced (C0), 1 fails (C3) and 1 is "
                            "inconclusive (C1); after Holm's correction within each notebook: 0 reproduced, 0 fail, 3")
     assert "paired differences of 4.0 to 12.5 points" in text  # the ratio claim's factor is not a difference in points

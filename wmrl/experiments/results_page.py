@@ -44,15 +44,21 @@ def in_short(tables: list[pd.DataFrame], seeds) -> str:
     ids = {v: ", ".join(t.index[t.verdict == v]) for v in ("reproduced", "fails", "inconclusive")}
     holm = t.verdict_holm.value_counts()
     points = t[t.unit != "x"].mdd.dropna()
-    text = (f"Of the {len(t)} claims tested on {len(seeds)} seeds, {(t.verdict == 'reproduced').sum()} are reproduced "
-            f"({ids['reproduced'] or 'none'}), {(t.verdict == 'fails').sum()} fail ({ids['fails'] or 'none'}) and "
-            f"{(t.verdict == 'inconclusive').sum()} are inconclusive ({ids['inconclusive'] or 'none'}); after Holm's "
+    n = {v: int((t.verdict == v).sum()) for v in ids}
+    text = (f"Of the {len(t)} claims tested on {len(seeds)} seeds, {n['reproduced']} {_be(n['reproduced'])} reproduced "
+            f"({ids['reproduced'] or 'none'}), {n['fails']} {'fails' if n['fails'] == 1 else 'fail'} "
+            f"({ids['fails'] or 'none'}) and {n['inconclusive']} {_be(n['inconclusive'])} inconclusive "
+            f"({ids['inconclusive'] or 'none'}); after Holm's "
             f"correction within each notebook: {holm.get('reproduced', 0)} reproduced, {holm.get('fails', 0)} fail, "
             f"{holm.get('inconclusive', 0)} inconclusive.")
     if len(points):
         text += (f" The seeds detect (80% power) paired differences of {points.min():.1f} to {points.max():.1f} points "
                  "of held-out Avg or success, against the paper's effects of 1-5 points.")
     return text
+
+
+def _be(n: int) -> str:
+    return "is" if n == 1 else "are"
 
 
 def _cell(text) -> str:
