@@ -30,10 +30,11 @@ reproduce: $(VENV)/.installed
 reproduce-resume: $(VENV)/.installed
 	$(PY) -m wmrl.reproduce
 
-## The quick variant: every notebook trained at the `smoke` preset (every code path, one seed, tiny runs);
-## the executed notebooks land in results/runs/smoke/; nothing committed is rewritten.
+## The quick variant: every notebook at the `small` preset with seed 0 only, trained from scratch in
+## results/runs/small-seeds0/ (results, figures, executed notebooks); nothing committed is rewritten.
 reproduce-quick: $(VENV)/.installed
-	$(PY) -m wmrl.reproduce --preset smoke
+	rm -rf results/runs/small-seeds0
+	$(PY) -m wmrl.reproduce --seeds 0
 
 ## Unit tests, notebook checks (nbval) and smoke runs of every notebook.
 test: $(VENV)/.installed

@@ -59,13 +59,8 @@ def test_notebook_runs_end_to_end_at_the_smoke_preset(name, shared_results, kern
     assert any(p.is_file() for p in (shared_results / "results").rglob("*")), "a train run must write results"
 
 
-# Notebooks whose figures are another helper's to fix (they draw their own panels, not the shared plots).
-FIGURES_OWNED_ELSEWHERE: dict[str, str] = {}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=FIGURES_OWNED_ELSEWHERE[n], strict=False))
-                                  if n in FIGURES_OWNED_ELSEWHERE else n for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_legend_or_title(name, tmp_path, kernel):
     import json
 

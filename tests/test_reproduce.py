@@ -13,7 +13,8 @@ def calls(monkeypatch):
     seen = []
     monkeypatch.setattr(reproduce, "ensure_kernel", lambda kernel: None)
     monkeypatch.setattr(reproduce, "_sync", lambda name: None)
-    monkeypatch.setattr(reproduce, "train_notebook", lambda name, preset, kernel: seen.append(("train", name, preset)))
+    monkeypatch.setattr(reproduce, "train_notebook",
+                        lambda name, preset, kernel, params=None, records=None: seen.append(("train", name, preset)))
     monkeypatch.setattr(reproduce, "replay_notebook", lambda name, kernel, timeout: seen.append(("replay", name)))
     monkeypatch.setattr(reproduce, "write_results_page", lambda *a: seen.append(("page",)))
     monkeypatch.setattr(reproduce, "write_readme_summary", lambda *a: seen.append(("readme",)))
@@ -26,14 +27,22 @@ def test_the_replayed_preset_trains_replays_and_rewrites_the_page_and_the_readme
                      ("replay", "01_main_table"), ("page",), ("readme",)]
 
 
-def test_another_preset_trains_only_and_leaves_what_is_committed(calls, capsys):
-    assert reproduce.main(["--preset", "smoke", "--only", "00_theory"]) == 0
-    assert calls == [("train", "00_theory", "smoke")]
-    assert "results/runs/smoke" in capsys.readouterr().out
+@pytest.mark.parametrize("argv, folder, seeds", [(["--seeds", "0"], "small-seeds0", {"SEEDS": [0]}),
+                                                 (["--preset", "smoke"], "smoke", {})])
+def test_a_variant_trains_from_scratch_in_its_own_folder_and_rewrites_nothing_committed(calls, monkeypatch, argv,
+                                                                                        folder, seeds):
+    seen = {}
+    monkeypatch.setattr(reproduce, "train_notebook",
+                        lambda name, preset, kernel, params=None, records=None: seen.update(params=params, records=records))
+    assert reproduce.main([*argv, "--only", "01_main_table"]) == 0
+    where = reproduce.RUNS / folder
+    assert seen == {"records": where, "params": {**seeds, "RESULTS_DIR": str(where / "results"),
+                                                 "FIGURES_DIR": str(where / "figures")}}
+    assert calls == []  # no replay, no page, no README
 
 
 def test_a_failing_notebook_is_named_the_others_still_run_and_the_status_is_nonzero(calls, monkeypatch, capsys):
-    def train(name, preset, kernel):
+    def train(name, preset, kernel, params=None, records=None):
         if name == "00_theory":
             raise RuntimeError("train: cell 3: ValueError: boom")
         calls.append(("train", name, preset))

@@ -18,6 +18,7 @@ the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
+    python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
 """
 
@@ -84,16 +85,15 @@ def _failing_cell(nb) -> str:
     return ""
 
 
-def train_notebook(name: str, preset: str, kernel: str) -> None:
-    """papermill run with MODE="train" into ``results/runs/[<preset>/]<name>.ipynb`` (cwd = notebooks/)."""
+def train_notebook(name: str, preset: str, kernel: str, params: dict | None = None, records: Path = RUNS) -> None:
+    """papermill run with MODE="train" (and ``params``, e.g. SEEDS) into ``records/<name>.ipynb`` (cwd = notebooks/)."""
     import papermill as pm
 
-    where = RUNS if preset == REPLAY_PRESET else RUNS / preset  # another preset's records beside, not over, these
-    where.mkdir(parents=True, exist_ok=True)
-    out = where / f"{name}.ipynb"
+    records.mkdir(parents=True, exist_ok=True)
     try:
         pm.execute_notebook(
-            str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters={"MODE": "train", "PRESET": preset},
+            str(NOTEBOOKS / f"{name}.ipynb"), str(records / f"{name}.ipynb"),
+            parameters={"MODE": "train", "PRESET": preset, **(params or {})},
             cwd=str(NOTEBOOKS), kernel_name=kernel, language="python", progress_bar=True,
         )
     except pm.PapermillExecutionError as e:
@@ -123,6 +123,8 @@ def main(argv=None) -> int:
                         f"a preset other than {REPLAY_PRESET!r} trains only (its executed notebooks go to results/runs/)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
+    parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
+                        help="train only these seeds (default: the preset's); a variant: trains only")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3, this interpreter)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell in replay (default 3600)")
     args = parser.parse_args(argv)
@@ -130,9 +132,15 @@ def main(argv=None) -> int:
         parser.error(f"unknown preset {args.preset!r}; choose one of {available_presets()}")
     ensure_kernel(args.kernel)
 
-    # The committed notebooks and RESULTS.md show REPLAY_PRESET: another preset (the quick `smoke` variant)
-    # trains and leaves its executed copies in results/runs/, and refreshes nothing that is committed.
-    replays = args.replay_only or args.preset == REPLAY_PRESET
+    # The committed notebooks, figures and RESULTS.md show REPLAY_PRESET's runs in results/ at its seeds.
+    # A variant (another preset, or other seeds: `make reproduce-quick`) trains from scratch into its own
+    # folder results/runs/<variant>/ (results, figures, executed notebooks) and rewrites nothing committed.
+    params = {"SEEDS": args.seeds} if args.seeds else {}
+    replays = args.replay_only or (args.preset == REPLAY_PRESET and not params)
+    records = RUNS
+    if not replays:
+        records = RUNS / "-".join([args.preset] + ([f"seeds{'_'.join(map(str, args.seeds))}"] if args.seeds else []))
+        params.update(RESULTS_DIR=str(records / "results"), FIGURES_DIR=str(records / "figures"))
     names, missing = discover(args.only)
     runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
     for name in names:
@@ -142,7 +150,7 @@ def main(argv=None) -> int:
             _sync(name)
             if not args.replay_only:
                 t0 = time.perf_counter()
-                train_notebook(name, args.preset, args.kernel)
+                train_notebook(name, args.preset, args.kernel, params, records)
                 run.train_s = time.perf_counter() - t0
             if replays:
                 t0 = time.perf_counter()
@@ -160,8 +168,8 @@ def main(argv=None) -> int:
             page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
         runs.append(page)
     else:
-        print(f"\npreset {args.preset}: the executed notebooks are in {RUNS / args.preset}/ (the committed notebooks and RESULTS.md "
-              f"show preset {REPLAY_PRESET} and are left as they are)")
+        print(f"\nthe variant's results, figures and executed notebooks are in {records}/ (the committed ones show "
+              f"preset {REPLAY_PRESET}'s runs at its seeds and are left as they are)")
 
     print("\nnotebook                 status    train_s  replay_s  detail")
     for r in sorted(runs, key=lambda r: r.name):
