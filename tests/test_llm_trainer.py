@@ -173,12 +173,16 @@ def test_llm_paper_generates_with_vllm_on_a_gpu(tmp_path):
 
 # -- real runs on SmolLM2 (slow) -------------------------------------------------------------------------------
 
-ARMS = ["untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only"]
+# The LLM trainer's distinct paths: both streams with OD and IVD (in `make test`), and evaluation only,
+# execution only, world model only (`make test-llm`: each end-to-end LLM run costs minutes on 2 cores).
+# What separates mix / od / ivd / anchor_only from these is WMRLStep's switches, tested for every arm in
+# tests/test_step.py.
+ARMS = ["wmrl", *(pytest.param(a, marks=pytest.mark.llm_heavy) for a in ("untrained", "grpo", "wm"))]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arm", ARMS)
-def test_llm_smoke_runs_every_arm_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2):
+def test_llm_smoke_runs_each_trainer_path_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2):
     from wmrl.arms import get_arm
     from wmrl.experiments.run import run_arm
 
@@ -228,6 +232,7 @@ def _run_killed_after_first_checkpoint(arm: str, out: Path, overrides: dict) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.llm_heavy
 def test_a_killed_llm_run_resumes_and_ends_bit_identical_to_an_uninterrupted_one(pool, tmp_path, smollm2):
     """A wmrl run (world model, anchors, Online Debiasing and IVD state) killed after its first checkpoint and
     rerun ends where a run never interrupted ends: the same step rows (rewards, eta^2, rho, loss, KL, the world

@@ -340,6 +340,7 @@ def start_server(command: list[str], log_path, ready_within_s: float = 600.0) ->
 
 
 @pytest.mark.slow
+@pytest.mark.llm_heavy  # ~5 min on 2 cores: serves SmolLM2 in a child process and asks it for verdicts
 def test_openai_compatible_backend_against_wmrls_server_with_smollm2(tmp_path):
     pytest.importorskip("transformers")
     server, base_url = start_server([sys.executable, "-m", "wmrl.world_model.serve", "--port", "{port}"],
