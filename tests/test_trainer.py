@@ -88,31 +88,18 @@ def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(pool, t
     assert second["heldout"] == first["heldout"]
 
 
-def _burn(stop):
-    """Spin on one core until ``stop`` is set (a busy neighbour)."""
-    while not stop.is_set():
-        pass
-
-
 @pytest.mark.slow
 def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(pool, tmp_path):
     """The budget counts the solution's CPU seconds, so contention (here, two busy neighbours per core)
     slows a run down but changes none of its outcomes; the provenance records how busy the machine was."""
-    import multiprocessing
     import os
+
+    from wmrl.sandbox.bench import busy_load
 
     kw = {"pool": pool, "progress": False}
     idle = run_arm("grpo", "smoke", seed=6, out=tmp_path / "idle", **kw)
-    stop = multiprocessing.Event()
-    burners = [multiprocessing.Process(target=_burn, args=(stop,), daemon=True) for _ in range(2 * (os.cpu_count() or 1))]
-    for p in burners:
-        p.start()
-    try:
+    with busy_load(2 * (os.cpu_count() or 1)):
         busy = run_arm("grpo", "smoke", seed=6, out=tmp_path / "busy", **kw)
-    finally:
-        stop.set()
-        for p in burners:
-            p.join()
     assert busy["heldout"] == idle["heldout"]
     cols = ["step", "train_reward", "loss"]
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "idle" / "steps.parquet")[cols],

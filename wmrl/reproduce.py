@@ -120,7 +120,7 @@ def replay_notebook(name: str, kernel: str, timeout: int) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wmrl.reproduce", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default=REPLAY_PRESET, help=f"one of {available_presets()} (wmrl/presets.py); "
-                        f"a preset other than {REPLAY_PRESET!r} trains only (its executed notebooks go to results/runs/)")
+                        f"a preset other than {REPLAY_PRESET!r} is a variant: it trains only, into results/runs/<preset>/")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",

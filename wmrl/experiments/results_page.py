@@ -42,12 +42,12 @@ def in_short(tables: list[pd.DataFrame], seeds) -> str:
         return "No claims could be tested yet: run `python -m wmrl.reproduce`."
     t = pd.concat(tables)
     ids = {v: ", ".join(t.index[t.verdict == v]) for v in ("reproduced", "fails", "inconclusive")}
-    holm = t.verdict_holm.value_counts()
+    n, holm = t.verdict.value_counts(), t.verdict_holm.value_counts()
     points = t[t.unit != "x"].mdd.dropna()
-    n = {v: int((t.verdict == v).sum()) for v in ids}
-    text = (f"Of the {len(t)} claims tested on {len(seeds)} seeds, {n['reproduced']} {_be(n['reproduced'])} reproduced "
-            f"({ids['reproduced'] or 'none'}), {n['fails']} {'fails' if n['fails'] == 1 else 'fail'} "
-            f"({ids['fails'] or 'none'}) and {n['inconclusive']} {_be(n['inconclusive'])} inconclusive "
+    r, f, i = (n.get(v, 0) for v in ids)
+    text = (f"Of the {len(t)} claims tested on {len(seeds)} seeds, {r} {_be(r)} reproduced "
+            f"({ids['reproduced'] or 'none'}), {f} {'fails' if f == 1 else 'fail'} "
+            f"({ids['fails'] or 'none'}) and {i} {_be(i)} inconclusive "
             f"({ids['inconclusive'] or 'none'}); after Holm's "
             f"correction within each notebook: {holm.get('reproduced', 0)} reproduced, {holm.get('fails', 0)} fail, "
             f"{holm.get('inconclusive', 0)} inconclusive.")
