@@ -45,7 +45,7 @@ test: $(VENV)/.installed
 test-llm: $(VENV)/.installed
 	$(PY) -m pytest tests -m llm_heavy
 
-## The fast tier: unit tests only (no notebooks, nothing marked slow); under 2 minutes on 2 cores.
+## The fast tier: unit tests only (no notebooks, nothing marked slow); about 5 minutes on 2 cores.
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest tests -m "not slow"
 
