@@ -36,18 +36,21 @@ reproduce-quick: $(VENV)/.installed
 	rm -rf results/runs/small-seeds0
 	$(PY) -m wmrl.reproduce --seeds 0
 
-## Unit tests, notebook checks (nbval) and smoke runs of every notebook.
+## Unit tests, notebook checks (nbval) and smoke runs of every notebook, over TEST_WORKERS processes
+## (pytest-xdist; a test file's tests, and so each notebook's cells, stay on one process).
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 test: $(VENV)/.installed
-	$(PY) -m pytest -m "not llm_heavy"
+	$(PY) -m pytest -m "not llm_heavy" $(XDIST)
 
 ## The further end-to-end LLM runs (every trainer path, a killed run resumed bit-identical, the OpenAI-compatible
 ## backend against wmrl's own SmolLM2 server): about 25 minutes on 2 cores.
 test-llm: $(VENV)/.installed
-	$(PY) -m pytest tests -m llm_heavy
+	$(PY) -m pytest tests -m llm_heavy -n $(TEST_WORKERS)
 
-## The fast tier: unit tests only (no notebooks, nothing marked slow); about 5 minutes on 2 cores.
+## The fast tier: unit tests only (no notebooks, nothing marked slow); 300 s on one process (2026-12-01).
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest tests -m "not slow"
+	$(PY) -m pytest tests -m "not slow" $(XDIST)
 
 ## JupyterLab on notebooks/ with this venv's kernel (ensure_kernel above); progress bars are widgets
 ## there (wmrl/progress.py). Root (a container) needs --allow-root; LAB_ARGS adds options, e.g. --port=8899.

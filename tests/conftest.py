@@ -3,15 +3,17 @@
 **Data root.** Before anything imports the pool, ``WMRL_DATA`` points at a fresh temporary folder
 for the whole run: the task pool, the execution memo and model caches of every test (and of every
 notebook kernel or CLI a test starts, which inherit the environment) live there, never in the
-repository's ``data/``. The pool takes about a minute to prepare on 2 cores, so it is prepared
+repository's ``data/``. Under pytest-xdist (``make test``) each worker process imports this file,
+so each has a data root of its own and no two workers write the same files. The pool takes about a minute to prepare on 2 cores, so it is prepared
 once per machine in a cache outside the repository (``$WMRL_TEST_CACHE/pool``, default
 ``~/.cache/wmrl-test/pool``; rebuilt there when the pool's recipe version changes) and copied into
 the temporary root the first time a test asks for it. CI builds the cache on its first run.
 
-**Tiers.** The markers ``slow``, ``docker`` and ``gpu`` are registered in ``pyproject.toml``
+**Tiers.** The markers (``slow``, ``docker``, ``gpu``, ``browser``, ``llm_heavy``) are registered in ``pyproject.toml``
 (``--strict-markers`` refuses any other). One hook, :func:`pytest_collection_modifyitems`, skips
 ``gpu`` tests without a CUDA device and ``docker`` tests without a responding engine, saying why;
-``make test-fast`` deselects ``slow`` (``-m "not slow"``), ``make test`` runs everything.
+``make test-fast`` deselects ``slow`` (``-m "not slow"``), ``make test`` everything but ``llm_heavy``
+(which ``make test-llm`` runs).
 """
 
 from __future__ import annotations

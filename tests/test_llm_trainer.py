@@ -157,6 +157,45 @@ def test_the_trl_config_of_a_run_keeps_the_papers_kl_and_entropy_and_no_std_scal
     assert args.gradient_accumulation_steps == args.steps_per_generation  # ... and one optimiser step per batch
 
 
+def test_the_trainer_feeds_the_seeded_prompt_schedule_and_a_resume_skips_exactly_the_trained_steps(pool, tmp_path,
+                                                                                                   tiny_model):
+    """Each step's tasks come from prompt_schedule (passes over the training tasks in seeded orders), so a run
+    resumed after any step trains on the tasks the uninterrupted run trained on next. TRL's own sampler reshuffled
+    at each pass from a generator a resumed run restarts: the killed-LLM-run resume test trained other tasks at
+    step 1 (llm-smoke: three training tasks, two groups a step, so each pass is one step)."""
+    from accelerate import skip_first_batches
+
+    from wmrl.presets import run_config
+    from wmrl.runs import per_category
+    from wmrl.step import WMRLStep
+    from wmrl.trainer.llm.grpo import RunLog
+    from wmrl.trainer.llm.train import build_trainer, prompt_schedule
+
+    cfg = run_config("grpo", "llm-smoke", agent="llm", overrides={"train.steps": 5})
+    t = cfg.train
+    tasks = per_category(pool.train, t.train_tasks)
+    names = [x.name for x in tasks]
+    schedule = prompt_schedule(names, t.steps * t.groups_per_step, cfg.seed)
+    assert schedule == prompt_schedule(names, t.steps * t.groups_per_step, cfg.seed) != prompt_schedule(
+        names, t.steps * t.groups_per_step, cfg.seed + 1)
+    for start in range(0, len(schedule) - len(names) + 1, len(names)):  # each full pass: every task once
+        assert sorted(schedule[start:start + len(names)]) == sorted(names)
+
+    step = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed)
+    trainer = build_trainer(cfg, tmp_path, tiny_model, tasks, tasks, step, t.groups_per_step, None, None, RunLog())
+    accum = trainer.args.gradient_accumulation_steps
+
+    loader = trainer.get_train_dataloader()
+    assert len(loader) // accum == t.steps  # one pass over the data set is the whole run: no reshuffle
+    steps = [[row["task"] for row in batch] for batch in loader]  # a step's generation batch, once per micro-step
+    groups = [steps[k * accum][::t.group_size] for k in range(t.steps)]
+    assert groups == [schedule[k * t.groups_per_step:(k + 1) * t.groups_per_step] for k in range(t.steps)]
+    for k in range(1, t.steps):  # what Trainer does on resuming from checkpoint-k
+        resumed = [[row["task"] for row in batch] for batch in skip_first_batches(trainer.get_train_dataloader(),
+                                                                                  k * accum)]
+        assert resumed == steps[k * accum:]
+
+
 @pytest.mark.gpu
 def test_llm_paper_generates_with_vllm_on_a_gpu(tmp_path):
     torch = pytest.importorskip("torch")
@@ -238,10 +277,16 @@ def test_a_killed_llm_run_resumes_and_ends_bit_identical_to_an_uninterrupted_one
     rerun ends where a run never interrupted ends: the same step rows (rewards, eta^2, rho, loss, KL, the world
     model's counts), evaluations, anchor pairs, calibration snapshots, world-model totals and final weights, bit for
     bit. Only the seconds differ."""
+    import torch
     from safetensors.torch import load_file
 
     from wmrl.experiments.run import run_arm
 
+    # the killed run is a fresh process, with torch's default thread count: the reference must use the same
+    # (another count rounds float sums differently); a module that changed it for the whole process broke this
+    default = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert str(torch.get_num_threads()) == default, "a test changed torch's thread count for the whole process"
     overrides = {"train.checkpoint_every": 1}
     ref = tmp_path / "uninterrupted"
     expected = run_arm("wmrl", "llm-smoke", 0, ref, agent="llm", overrides=overrides, progress=False)
@@ -257,13 +302,29 @@ def test_a_killed_llm_run_resumes_and_ends_bit_identical_to_an_uninterrupted_one
     assert (out / "calibration.json").read_text() == (ref / "calibration.json").read_text()
     assert got["heldout"] == expected["heldout"]
     assert got["world_model"] == expected["world_model"]
-    assert got["world_model"]["requests"] == steps.wm_requests.sum() > steps.wm_requests.iloc[-1]  # both steps counted
+    assert got["world_model"]["requests"] == steps.wm_requests.sum()
+    assert got["world_model"]["predictions"] == steps.wm_predictions.sum() > steps.wm_predictions.iloc[-1]  # both steps
     counts = ["step", "component", "count"]
     pd.testing.assert_frame_equal(pd.read_parquet(out / "ledger.parquet")[counts],
                                   pd.read_parquet(ref / "ledger.parquet")[counts])
     final_ref = load_file(ref / "trl" / "checkpoint-2" / "model.safetensors")
     final = load_file(out / "trl" / "checkpoint-2" / "model.safetensors")
     assert final.keys() == final_ref.keys() and all((final[k] == final_ref[k]).all() for k in final)
+
+
+def test_a_resume_with_another_torch_thread_count_says_it_will_not_be_bit_identical():
+    import warnings
+
+    import torch
+
+    from wmrl.trainer.llm.train import _warn_if_other_threads
+
+    with pytest.warns(UserWarning, match="not be bit-identical"):
+        _warn_if_other_threads(torch.get_num_threads() + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_if_other_threads(torch.get_num_threads())
+        _warn_if_other_threads(None)  # a checkpoint written before the count was saved
 
 
 def test_a_run_refuses_to_resume_from_a_checkpoint_of_another_configuration(pool, tmp_path):

@@ -44,6 +44,20 @@ def test_a_containers_cpu_time_is_read_from_its_own_cgroup_less_the_supervisor(t
 
 
 @pytest.mark.docker
+def test_a_container_runs_its_solution_below_its_supervisor(toy, tmp_path):
+    """The supervisor shares the container's CPU quota with the solution: at equal priority a fork bomb can starve
+    it (a CI run charged 7.6 CPU s against a 1.5 s budget). The solution runs at nice SOLUTION_NICE instead; the
+    hostile-program suite checks the fork bomb's budget on every backend."""
+    from wmrl.sandbox.docker_backend import SOLUTION_NICE
+
+    if (reason := docker_available()) is not None:
+        pytest.skip(f"docker: {reason}")
+    sandbox = Sandbox("docker", timeout_s=1.5, wall_timeout_s=6, grader=toy_grade, base_dir=tmp_path)
+    seen = sandbox.run(toy, "import os\nprint(os.nice(0))\n" + toy_solution())
+    assert seen.status == "ok" and seen.stdout_tail.strip() == str(SOLUTION_NICE), seen
+
+
+@pytest.mark.docker
 @pytest.mark.gpu
 def test_a_gpu_sandbox_sees_its_gpu(toy, tmp_path):
     if shutil.which("nvidia-smi") is None:

@@ -56,8 +56,18 @@ from wmrl.vla.results import (
 )
 from wmrl.vla.runner import run_one
 
-torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """The VLA runs' own setting, for this module's tests only: set at import, it held for every test of the
+    process (pytest imports every module before the first test), and the LLM trainer's resume test then
+    compared a one-thread run with a two-thread one."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _rand_vecs(tasks) -> np.ndarray:
@@ -297,6 +307,16 @@ def test_a_changed_config_field_retrains_and_the_same_config_reuses(smoke_runs, 
     new_sft = cfg.with_overrides({"sft.bc_epochs": 2})
     run_one(new_sft, "smoke", results, progress_bar=False)  # another SFT section: another cache entry
     assert len(list(sft_cache_dir(results).iterdir())) == 2
+
+
+def test_a_run_trains_on_one_torch_thread_and_gives_the_callers_count_back(monkeypatch, tmp_path):
+    from wmrl.vla import runner
+
+    seen = []
+    monkeypatch.setattr(runner, "_run_one", lambda *args: seen.append(torch.get_num_threads()) or {})
+    torch.set_num_threads(2)  # undone by the module's fixture
+    run_one(vla_config("wmrl", "smoke", 0), "smoke", tmp_path)
+    assert seen == [1] and torch.get_num_threads() == 2
 
 
 def test_active_anchor_selection_is_refused_by_the_vla_by_name():

@@ -29,13 +29,19 @@ from pathlib import Path
 from .local import RUNTIME, Limits, RunDir, solution_env
 from .view import SandboxError, interpreter_paths, solution_view
 
-__all__ = ["CONTAINER_CPU_ACCOUNT", "DEFAULT_IMAGE", "LABEL", "DockerBackend", "device_requests",
+__all__ = ["CONTAINER_CPU_ACCOUNT", "DEFAULT_IMAGE", "LABEL", "SOLUTION_NICE", "DockerBackend", "device_requests",
            "docker_available"]
 
 DEFAULT_IMAGE = "wmrl-sandbox:offline"
 LABEL = "wmrl.sandbox.run"  # on every run's container (value: its run folder), so a leftover one can be found
 # Paths inside the container, under one folder so that they never shadow a mounted host path.
 _IN = {"work": "/wmrl/work", "data": "/wmrl/data", "meta": "/wmrl/meta", "runtime": "/wmrl/run_solution.py"}
+# The solution's niceness inside its container. The supervisor shares the container's CPU quota
+# (``nano_cpus``) with it; at equal weight a fork bomb's hundred processes starved the supervisor
+# of the CPU it needs to notice the budget and kill them (a CI run: 7.6 CPU s used of a 1.5 s
+# budget). At nice 19 each solution process weighs 1/68 of the supervisor in the scheduler, so the
+# budget is enforced on time; the CPU seconds a solution may use are unchanged.
+SOLUTION_NICE = 19
 # The container's own CPU account as seen from inside: cgroup v2 (private cgroup namespace), else v1.
 CONTAINER_CPU_ACCOUNT = {"files": [["/sys/fs/cgroup/cpu.stat", "cpu.stat"],
                                    ["/sys/fs/cgroup/cpuacct/cpuacct.usage", "cpuacct"],
@@ -115,7 +121,7 @@ class DockerBackend:
         spec = run.spec(view, self.limits, mounts=False)
         spec.update(workdir=_IN["work"], solution=f"{_IN['work']}/solution.py", public_dir=_IN["data"],
                     meta_dir=_IN["meta"], cover=[], expose=[], hide=[], cgroups=[],
-                    cpu_account=CONTAINER_CPU_ACCOUNT)
+                    cpu_account=CONTAINER_CPU_ACCOUNT, nice=SOLUTION_NICE)
         (run.meta / "spec").write_bytes(marshal.dumps(spec))
         lim = self.limits
         start = time.monotonic()

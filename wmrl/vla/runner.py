@@ -59,9 +59,19 @@ def run_one(cfg: VLAConfig, preset: str, results: str | Path | None = None, *, t
     """Train (or resume) and evaluate the run ``cfg`` into its folder; returns its result.
 
     ``preset`` and ``tag`` name the folder (``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>``);
-    a result already there with the same config is returned as it is.
+    a result already there with the same config is returned as it is. The run uses one torch thread
+    (its numbers then do not depend on the machine's core count) and gives the caller's setting
+    back: a process that trains a VLA run and then an LLM run must not train the second on one thread.
     """
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
+        return _run_one(cfg, preset, results, tag, progress_bar)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_one(cfg: VLAConfig, preset: str, results, tag: str | None, progress_bar: bool) -> dict:
     folder = vla_run_dir(results, preset, cfg.arm, cfg.seed, tag)
     done, changed = stored_result(cfg, preset, results, tag)
     if done is not None:

@@ -145,6 +145,8 @@ def _child(spec, out_w, err_w, report_w):
                 fh.write(str(os.getpid()))
         for name, value in spec["limits"].items():
             resource.setrlimit(getattr(resource, name), (value, value))
+        if spec.get("nice"):  # below its supervisor where both share one CPU quota (a container)
+            os.nice(spec["nice"])
         if spec.get("uid") is not None:
             os.setgroups([])
             os.setgid(spec["uid"])

@@ -227,4 +227,5 @@ class WMRLCallback(TrainerCallback):
         folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
         if os.path.isdir(folder) and state.is_world_process_zero:
             with atomic_path(os.path.join(folder, STATE_FILE)) as tmp:  # a kill mid-write leaves no half file
-                torch.save({"step": self.step.state_dict(), "log": self.log.state_dict(), "config": self.config}, tmp)
+                torch.save({"step": self.step.state_dict(), "log": self.log.state_dict(), "config": self.config,
+                            "torch_threads": torch.get_num_threads()}, tmp)

@@ -17,6 +17,7 @@ loaded once more and never updated (``world_model.model`` overrides it).
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from pathlib import Path
 
@@ -31,7 +32,8 @@ from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, 
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
 
-__all__ = ["GENERATION_BATCH", "evaluate", "initial_model", "rollout_settings", "train", "trainer_args"]
+__all__ = ["GENERATION_BATCH", "evaluate", "initial_model", "prompt_schedule", "rollout_settings", "train",
+           "trainer_args"]
 
 #: Rows sampled together by the in-process generator (its KV cache is small next to the update's logits).
 GENERATION_BATCH = 8
@@ -82,6 +84,22 @@ def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int)
     return out
 
 
+def prompt_schedule(names: list[str], n_rows: int, seed: int) -> list[str]:
+    """The training task of every group of the run, in order: passes over ``names``, each in its own seeded order.
+
+    Fixed before training rather than left to TRL's sampler, which reshuffles at each pass over the
+    data set from one generator that a resumed run restarts: a run resumed after its first pass
+    would then train on other tasks than the uninterrupted run did. Fed to the trainer unshuffled,
+    this schedule is a function of the seed alone, and a resumed run skips exactly the groups it
+    has trained.
+    """
+    rng = np.random.default_rng(seed)
+    order: list[str] = []
+    while len(order) < n_rows:
+        order += [names[i] for i in rng.permutation(len(names))]
+    return order[:n_rows]
+
+
 def trainer_args(cfg: RunConfig, out: Path, n_groups: int):
     """TRL's GRPOConfig for the run: one optimiser step per generation batch of ``n_groups`` x n rows."""
     import torch
@@ -102,7 +120,7 @@ def trainer_args(cfg: RunConfig, out: Path, n_groups: int):
         scale_rewards="group" if t.std_normalize else "none",  # "none": advantages linear in rewards (IVD's w_g)
         loss_type=llm.loss_type, max_completion_length=t.max_turns * (llm.max_new_tokens + llm.obs_max_tokens + 32),
         mask_truncated_completions=False, logging_steps=1, save_strategy="steps", save_steps=t.checkpoint_every,
-        save_total_limit=1, disable_tqdm=True, shuffle_dataset=True,
+        save_total_limit=1, disable_tqdm=True, shuffle_dataset=False,  # the order is prompt_schedule's
         gradient_checkpointing=False,  # TRL's default trades compute for memory; on CPU compute is what is short
         use_vllm=llm.generation == "vllm", vllm_mode=llm.vllm_mode,
     )
@@ -172,11 +190,23 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     if saved is not None:
         step.load_state_dict(saved["step"])
         log.load_state_dict(saved["log"])
+        _warn_if_other_threads(saved.get("torch_threads"))
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     if not any(r["step"] == t.steps for r in log.evals):
         log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
         log.eval_ledger.end_step()
     return _write(out, cfg, preset, log, step, db, extra)
+
+
+def _warn_if_other_threads(saved: int | None) -> None:
+    """A float sum split over another number of threads rounds differently, so a run resumed with another
+    torch thread count continues correctly but not bit-identically to the uninterrupted run."""
+    import torch
+
+    if saved is not None and saved != torch.get_num_threads():
+        warnings.warn(f"this run's checkpoint was written with {saved} torch threads and resumes with "
+                      f"{torch.get_num_threads()}: it continues, but its numbers will not be bit-identical to an "
+                      "uninterrupted run's", stacklevel=3)
 
 
 def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks, step, n_groups: int, scorer,
@@ -191,7 +221,11 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     settings = rollout_settings(cfg)
     prompts = {t.name: task_messages(t, settings.contract, settings.time_limit_s, settings.memory_mb)
                for t in train_tasks}
-    dataset = Dataset.from_list([{"prompt": prompts[t.name], "task": t.name} for t in train_tasks])
+    from accelerate import PartialState
+
+    schedule = prompt_schedule([t.name for t in train_tasks], cfg.train.steps * n_groups * PartialState().num_processes,
+                               cfg.seed)
+    dataset = Dataset.from_list([{"prompt": prompts[name], "task": name} for name in schedule])
     by_prompt = {prompt_key(prompts[t.name]): t for t in train_tasks}
     tokenizer = AutoTokenizer.from_pretrained(str(init))
     tokenizer.padding_side = "left"
