@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from wmrl.anchor import AnchorScheduler
 from wmrl.config import ConfigError
@@ -247,14 +248,16 @@ def _color(run: BudgetRun | None) -> str:
 
 def pareto_panel(ax, runs: pd.DataFrame, plan: list[BudgetRun], untrained_level: float | None = None) -> None:
     """Held-out Avg against total charged compute: per (arm, rule) a line through its shares, each point
-    the mean with 95% intervals over seeds on both axes (seeds as dots), labelled by realised share."""
+    the mean with 95% intervals over seeds on both axes (seeds as dots), labelled by realised share.
+    Compute is positive and drawn on a log axis, so its centre and interval are taken on the log (a
+    geometric mean, as in :func:`reach_panel`): an arithmetic interval ran below zero off the axis."""
     series = list(dict.fromkeys((r.arm, r.selection) for r in plan)) + [(REFERENCE, "every group")]
     for arm, selection in series:
         members = [r for r in plan if (r.arm, r.selection) == (arm, selection)] or [None]
         xs, ys = [], []
         for r in members:
             d = runs[runs.arm == (r.label if r else REFERENCE)]
-            mx, xlo, xhi = mean_ci(d.total_charged_min)
+            mx, xlo, xhi = np.exp(mean_ci(np.log(d.total_charged_min)))
             my, ylo, yhi = mean_ci(d.avg * 100)
             color = _color(r)
             ax.plot(d.total_charged_min, d.avg * 100, "o", ms=3, color=color, mfc="white", alpha=0.7)
@@ -268,10 +271,12 @@ def pareto_panel(ax, runs: pd.DataFrame, plan: list[BudgetRun], untrained_level:
     if untrained_level is not None:
         ax.axhline(untrained_level, color=arm_color("untrained"), ls="--", lw=1, label="untrained (mean)")
     handles, _ = ax.get_legend_handles_labels()
-    handles += [plt.Line2D([], [], color="k", marker="o", label=f"mean, {CI_LABEL} on both axes"),
+    handles += [plt.Line2D([], [], color="k", marker="o",
+                           label=f"mean, {CI_LABEL} on both axes (compute: on the log)"),
                 plt.Line2D([], [], ls="", marker="o", ms=3, color="k", mfc="white", label="one seed")]
     ax.legend(handles=handles, loc="best")
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlap within a decade
     ax.set(xlabel="charged compute per run (CPU-minutes, log scale)", ylabel="held-out Avg (percentile points)",
            title="Score against compute, by anchor share (labels: realised share)")
 
