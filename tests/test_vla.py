@@ -54,20 +54,18 @@ from wmrl.vla.results import (
     sft_cache_dir,
     vla_run_dir,
 )
-from wmrl.vla.runner import run_one
+from wmrl.vla.runner import one_torch_thread, run_one
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
+def _one_torch_thread_for_this_module():
     """The VLA runs' own setting, for this module's tests only: set at import, it held for every test of the
     process (pytest imports every module before the first test), and the LLM trainer's resume test then
     compared a one-thread run with a two-thread one."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        yield
 
 
 def _rand_vecs(tasks) -> np.ndarray:

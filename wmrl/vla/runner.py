@@ -11,6 +11,7 @@ overrides beyond the preset) live apart, under ``<arm>~<tag>/``. The layout of t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import time
@@ -28,7 +29,7 @@ from wmrl.vla.evaluate import evaluate, summarise
 from wmrl.vla.results import result_path, sft_cache_dir, vla_run_dir
 from wmrl.vla.train import build_sft, sft_path, train
 
-__all__ = ["preset_arms", "run_all", "run_one", "stored_result"]
+__all__ = ["one_torch_thread", "preset_arms", "run_all", "run_one", "stored_result"]
 
 
 def _flat(d: dict, prefix: str = "") -> dict:
@@ -60,13 +61,21 @@ def run_one(cfg: VLAConfig, preset: str, results: str | Path | None = None, *, t
 
     ``preset`` and ``tag`` name the folder (``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>``);
     a result already there with the same config is returned as it is. The run uses one torch thread
-    (its numbers then do not depend on the machine's core count) and gives the caller's setting
-    back: a process that trains a VLA run and then an LLM run must not train the second on one thread.
+    (:func:`one_torch_thread`).
     """
+    with one_torch_thread():
+        return _run_one(cfg, preset, results, tag, progress_bar)
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """One torch thread inside (a VLA run's numbers then do not depend on the machine's core count), the
+    caller's count given back after: a process that trains a VLA run and then an LLM run must not train
+    the second on one thread."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _run_one(cfg, preset, results, tag, progress_bar)
+        yield
     finally:
         torch.set_num_threads(threads)
 

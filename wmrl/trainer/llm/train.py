@@ -212,6 +212,7 @@ def _warn_if_other_threads(saved: int | None) -> None:
 def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks, step, n_groups: int, scorer,
                   eval_scorer, log: RunLog, wm=None):
     """The GRPOTrainer of a run, with WMRL's rollout function, reward hook and callback wired in."""
+    from accelerate import PartialState
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
@@ -221,8 +222,6 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     settings = rollout_settings(cfg)
     prompts = {t.name: task_messages(t, settings.contract, settings.time_limit_s, settings.memory_mb)
                for t in train_tasks}
-    from accelerate import PartialState
-
     schedule = prompt_schedule([t.name for t in train_tasks], cfg.train.steps * n_groups * PartialState().num_processes,
                                cfg.seed)
     dataset = Dataset.from_list([{"prompt": prompts[name], "task": name} for name in schedule])
