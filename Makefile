@@ -58,11 +58,13 @@ LAB_ARGS ?=
 lab: $(VENV)/.installed
 	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
-## Micro-benchmarks of the core bookkeeping, the sandbox and the trainer.
+## Micro-benchmarks of the core bookkeeping, the sandbox and the trainer; then a short campaign trained idle and
+## beside busy loops (wmrl, seed 0, small: about 8 minutes), which prints how far the two runs' numbers differ.
 bench: $(VENV)/.installed
 	$(PY) -m wmrl.bench
 	$(PY) -m wmrl.experiments.sandbox_load
 	$(PY) -m wmrl.experiments.bench
+	$(PY) -m wmrl.experiments.campaign_load
 
 ## Style (ruff) and the import layers of pyproject.toml's [tool.importlinter] (data flows one way).
 lint: $(VENV)/.installed

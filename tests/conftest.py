@@ -89,3 +89,11 @@ def toy(tmp_path_factory):
 def runs_dir(tmp_path_factory):
     """Where a sandbox suite's runs live, so it can check that none is left behind."""
     return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="session")
+def kernel() -> str:
+    """The Jupyter kernel papermill and nbclient start: this interpreter's (installed if missing)."""
+    from wmrl.experiments.notebook import ensure_kernel
+
+    return ensure_kernel()

@@ -1,12 +1,11 @@
-"""Every notebook runs end to end at the smoke preset, a wrong parameter fails early and clearly, and
-every figure drawn from the committed results names what it plots.
+"""Every notebook runs end to end at the smoke preset, and the notebooks' parameters and pairs are sound.
 
 The committed outputs are nbval's business (pyproject's ``addopts`` run ``--nbval-lax`` over
 ``notebooks/``). Here each notebook found on disk is papermill-run with ``MODE="train"``,
 ``PRESET="smoke"`` into a temporary folder, with ``RESULTS_DIR`` and ``FIGURES_DIR`` pointed there
-too, so the committed results and figures are never touched. The figure check replays each
-notebook on the committed ``results/`` (read only) into a temporary ``FIGURES_DIR`` and reads the
-panels that :func:`~wmrl.experiments.notebook.save_figure` described from matplotlib's objects.
+too, so the committed results and figures are never touched. The replays of the committed results
+(figures, wrong parameters) are in ``test_notebook_replays.py``: a file of their own, so that
+``make test``'s processes (``--dist loadfile``) run them beside these smoke runs.
 """
 
 from __future__ import annotations
@@ -15,24 +14,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _notebooks import NAMES, NOTEBOOKS, TEMPLATES, run_notebook
 
 from wmrl.experiments import notebook as nb
 from wmrl.presets import notebook_params
-
-papermill = pytest.importorskip("papermill")
-
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-RESULTS = NOTEBOOKS.parent / "results"
-NAMES = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-# The ablation template has no committed results (nbval skips it, see pyproject), so this smoke
-# run is what shows that a new ablation can be built from it without touching wmrl/.
-TEMPLATES = sorted(p.stem for p in NOTEBOOKS.glob("TEMPLATE_*.ipynb"))
-SETUP_CELLS = 1  # code cells allowed between the parameters and the failing check (e.g. imports)
-
-
-@pytest.fixture(scope="session")
-def kernel() -> str:
-    return nb.ensure_kernel()
 
 
 @pytest.fixture(scope="session")
@@ -44,56 +29,11 @@ def shared_results(tmp_path_factory, pool) -> Path:
     return tmp_path_factory.mktemp("shared")
 
 
-def _run(name: str, tmp_path: Path, kernel: str, **params):
-    return papermill.execute_notebook(
-        str(NOTEBOOKS / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
-        parameters={"RESULTS_DIR": str(tmp_path / "results"), "FIGURES_DIR": str(tmp_path / "figures"), **params},
-        cwd=str(NOTEBOOKS), kernel_name=kernel, progress_bar=False,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES + TEMPLATES)
 def test_notebook_runs_end_to_end_at_the_smoke_preset(name, shared_results, kernel):
-    _run(name, shared_results, kernel, MODE="train", PRESET="smoke")
+    run_notebook(name, shared_results, kernel, MODE="train", PRESET="smoke")
     assert any(p.is_file() for p in (shared_results / "results").rglob("*")), "a train run must write results"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_legend_or_title(name, tmp_path, kernel):
-    import json
-
-    from wmrl.experiments.plots import figure_problems
-
-    _run(name, tmp_path, kernel, MODE="replay", RESULTS_DIR=str(RESULTS))
-    sidecars = sorted((tmp_path / "figures").glob("*.png.provenance.json"))
-    assert sidecars, f"{name} drew no figure"
-    problems = {side.name: figure_problems(json.loads(side.read_text())["panels"]) for side in sidecars}
-    assert not any(problems.values()), {k: v for k, v in problems.items() if v}
-
-
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize(
-    "bad, hint",
-    [({"MODE": "trian"}, "pass one of ['replay', 'train']"),
-     ({"PRESET": "huge"}, "pass one of"),
-     ({"MODE": "replay"}, "MODE='train'")],  # replay with an empty RESULTS_DIR
-    ids=["unknown-mode", "unknown-preset", "replay-without-results"],
-)
-def test_a_wrong_parameter_fails_in_the_first_cells_with_a_message_saying_what_to_pass(
-    name, bad, hint, tmp_path, kernel
-):
-    with pytest.raises(papermill.PapermillExecutionError) as info:
-        _run(name, tmp_path, kernel, **bad)
-    assert info.value.ename == "ParameterError"
-    assert hint in info.value.evalue
-    cells = nbformat.read(tmp_path / f"{name}.ipynb", as_version=4).cells
-    ran_before = [
-        c for c in cells[: info.value.cell_index]
-        if c.cell_type == "code" and not {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))
-    ]
-    assert len(ran_before) <= SETUP_CELLS, f"the parameter check must come right after the parameters cell in {name}"
 
 
 def test_every_notebook_has_a_paired_script_and_a_parameters_cell():

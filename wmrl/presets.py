@@ -80,9 +80,13 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         notebook={"SEEDS": [0], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 1.0], "THEORY_HORIZON": 600.0,
                   "THEORY_GAMMA": 2.0, "THEORY_STEPS": 120, "THEORY_MC_REPS": 300, "THEORY_BIAS_PAIRS": 512,
                   **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0, "FIDELITY_LLM_N": 2,
+                  "FIDELITY_PROFILE_PER_TASK": 1,
                   # 10_anchor_budget: 3 groups a step, so 5% -> 1 group (the default runs), 50% -> 2
                   "BUDGET_SHARES": [0.05, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"], "BUDGET_ACTIVE_SHARES": [0.05],
-                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0]},
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0],
+                  # 11_method_regime: OD's first fit (method.od_min_pairs) against the preset's 3 (a step
+                  # has 3 pairs), and IVD's warm-up (method.ivd_warmup_groups) against the preset's 1
+                  "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2},
     ),
     Preset(
         "small", "grammar",
@@ -102,11 +106,14 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         notebook={"SEEDS": [0, 1, 2], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 2.0, 1.0, 0.5],
                   "THEORY_HORIZON": 2400.0, "THEORY_GAMMA": 2.0, "THEORY_STEPS": 1000, "THEORY_MC_REPS": 4000,
                   "THEORY_BIAS_PAIRS": 4096, **_NOTEBOOK_ARMS, "FIDELITY_N": 96, "FIDELITY_SEED": 0,
-                  "FIDELITY_LLM_N": 6,
+                  "FIDELITY_LLM_N": 6, "FIDELITY_PROFILE_PER_TASK": 8,
                   # 10_anchor_budget: of 8 groups, 5% and 12.5% -> 1 (the default runs), 25% -> 2, 50% -> 4
                   "BUDGET_SHARES": [0.05, 0.125, 0.25, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"],
                   "BUDGET_ACTIVE_SHARES": [0.125, 0.25],
-                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.08, 0.2, 0.4, 1.0]},
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.08, 0.2, 0.4, 1.0],
+                  # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
+                  # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
+                  "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4},
     ),
 )}
 PRESETS.update({p.name: p for p in (

@@ -1,6 +1,6 @@
 """What each notebook shows, as sentences computed from its results (the notebooks' "what we see" cells).
 
-The experiment notebooks with claims (01-03, 06, 08) use
+The experiment notebooks with claims (01-03, 06, 08, 11) use
 :func:`~wmrl.experiments.claims.what_we_see`; the theory, compute and fidelity notebooks have
 numbers rather than claims, and their sentences are written here, as is notebook 06's reading of
 its world model on the rollouts of the arm trained on it (:func:`vla_hacking`); notebook 08 adds its
@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 
 from wmrl.experiments import costs, paper
+from wmrl.experiments.regime import NEVER
+from wmrl.experiments.stats import fmt_ci, mean_ci
 
-__all__ = ["compute_findings", "fidelity_dial_findings", "fidelity_findings", "plateau", "theory_findings",
-           "vla_hacking"]
+__all__ = ["compute_findings", "fidelity_dial_findings", "fidelity_findings", "plateau", "profile_findings",
+           "regime_findings", "theory_findings", "vla_hacking"]
 
 
 def plateau(curves: pd.DataFrame, frac: float = 0.25) -> pd.DataFrame:
@@ -183,4 +185,57 @@ def fidelity_dial_findings(level_x: pd.DataFrame, break_evens: dict, marks: pd.D
                    f"CPU-minutes, {oracle_runs.oracle_actual_s.sum() / 60:.1f} wall-minutes; their other lookups were "
                    "served by the shared memo), recorded apart and in no arm's cost; their world models were charged "
                    f"{oracle_runs.world_model_charged_s.sum() / 60:.2f} CPU-minutes, a world-model call per prediction.")
+    return out
+
+
+def _ratio_words(lo: float, hi: float, less: str, more: str, same: str = "not measurably different") -> str:
+    """Which side of 1 a ratio's 95% interval ``[lo, hi]`` lies on, in words."""
+    return less if hi < 1 else more if lo > 1 else same
+
+
+def regime_findings(preq: pd.DataFrame, spread: pd.DataFrame, from_step: int) -> list[str]:
+    """Notebook 11's findings: the replayed cost of each first fit, and OD's factor on the step size.
+
+    ``preq``: :func:`wmrl.experiments.regime.prequential_calibration`'s rows; ``spread``:
+    :func:`wmrl.experiments.regime.spread_summary`'s, from step ``from_step`` on.
+    """
+    never = preq[preq.first_fit == NEVER].set_index(["arm", "seed"])
+    parts = []
+    for k, d in preq[preq.first_fit != NEVER].groupby("first_fit"):
+        d = d.set_index(["arm", "seed"])
+        m, lo, hi = mean_ci(d.mse / never.loc[d.index, "mse"])
+        late = fmt_ci(*mean_ci(d.mse_late / never.loc[d.index, "mse_late"]), 2)
+        parts.append(f"after {k} pairs, {fmt_ci(m, lo, hi, 2)} times the raw scores' over the whole run "
+                     f"({_ratio_words(lo, hi, 'lower', 'higher')}; {late} in its second half)")
+    out = [f"Replayed on the anchor pairs of {len(never)} runs with both streams, the squared error of the "
+           "calibrated scores against the real rewards with Online Debiasing's first fit " + "; ".join(parts) + "."]
+    by = spread.groupby("arm")
+    if "od" in by.groups:
+        od = by.get_group("od")
+        m, lo, hi = mean_ci(od.cal_over_raw)
+        text = (f"From step {from_step} on, OD's map scales a world-model group's advantage SD by {fmt_ci(m, lo, hi, 2)} "
+                f"in od (a world-model step size {_ratio_words(lo, hi, 'below', 'above', 'not measurably different from')} "
+                "mix's over the seeds)")
+        if "mix" in by.groups:
+            text += (f"; relative to the real rewards' SD on the same anchor groups, the world-model stream trains at "
+                     f"{fmt_ci(*mean_ci(od.trained_over_real), 2)} in od and "
+                     f"{fmt_ci(*mean_ci(by.get_group('mix').trained_over_real), 2)} in mix")
+        out.append(text + ".")
+    return out
+
+
+def profile_findings(summary: pd.DataFrame) -> list[str]:
+    """Notebook 05's reading of the two error profiles (``pessimistic``, then ``paper``) on each
+    agent's scripts, from :func:`wmrl.experiments.wm_profile.summary_table`."""
+    out = []
+    for (agent, tasks), d in summary.groupby(level=["agent", "tasks"], sort=False):
+        if "(not tuned on)" in tasks or not {"paper", "pessimistic"} <= set(d.index.get_level_values("profile")):
+            continue
+        pap, pes = d.xs("paper", level="profile").iloc[0], d.xs("pessimistic", level="profile").iloc[0]
+        out.append(
+            f"On the {agent} agent's {int(pap.n)} scripts of the {'held-out' if tasks == 'heldout' else 'training'} "
+            f"tasks ({pap.real_ok_rate:.0%} run to a valid submission), the paper profile predicts {pap.pred_ok_rate:.0%} "
+            f"valid (pessimistic: {pes.pred_ok_rate:.0%}), a mean reward error of {pap.mean_error:+.3f} "
+            f"(pessimistic: {pes.mean_error:+.3f}; > 0 is optimistic) and a within-group Spearman of "
+            f"{pap.within_group_spearman:.2f} (pessimistic: {pes.within_group_spearman:.2f}).")
     return out

@@ -50,8 +50,8 @@ from wmrl.world_model.fidelity import fidelity_rows, fidelity_summary
 from wmrl.world_model.quality import script_traits, trait_vector
 from wmrl.world_model.static import WARM_STARTUP_S, ProgramAnalysisWorldModel, estimate_seconds
 
-__all__ = ["MEASURE_SEED", "TUNING_N", "TUNING_SEED", "fit_quality", "measure", "policy_items", "runnable_choices",
-           "trained_policy", "tune", "tuning_outcomes"]
+__all__ = ["MEASURE_SEED", "SUMMARY_COLUMNS", "TUNING_N", "TUNING_SEED", "fit_quality", "item_rows", "measure",
+           "policy_items", "runnable_choices", "summary_table", "trained_policy", "tune", "tuning_outcomes"]
 
 #: Seed of the tuning set's draws (notebook 05's fixed set is seed 0; evaluation draws use others).
 TUNING_SEED = 1000
@@ -183,14 +183,15 @@ def trained_policy(run_dir: str | Path, task_dim: int):
 
 
 def measure(pool, run_dir: str | Path, per_task: int = 8, untrained_n: int = 96, seed: int = MEASURE_SEED,
-            workers: int = 1) -> pd.DataFrame:
+            workers: int = 1, preset: str = "small") -> pd.DataFrame:
     """Both profiles on the trained and the untrained agent's scripts, training and held-out tasks.
 
     One row per (agent, tasks, profile) with :func:`fidelity_summary`'s numbers and the per-item
     ``rows``; a script that is also in the tuning set is flagged (``in_tuning_set``), and where
-    there are any, the same numbers without them follow in a ``(not tuned on)`` row.
+    there are any, the same numbers without them follow in a ``(not tuned on)`` row. The sandbox,
+    the turns and the world model's temperature are ``preset``'s (the run's).
     """
-    cfg = run_config("grpo", "small")
+    cfg = run_config("grpo", preset)
     sandbox = make_sandbox(cfg.sandbox)
     trained = trained_policy(run_dir, len(grammar.task_features(pool.train[0])))
     sets = {}
@@ -211,6 +212,23 @@ def measure(pool, run_dir: str | Path, per_task: int = 8, untrained_n: int = 96,
                 out.append({"agent": agent, "tasks": f"{split} (not tuned on)", "profile": profile,
                             **fidelity_summary(rows[~seen]), "rows": rows[~seen]})
     return pd.DataFrame(out)
+
+
+SUMMARY_COLUMNS = ["n", "real_ok_rate", "pred_ok_rate", "status_accuracy", "mae", "mean_error", "spearman",
+                   "within_group_spearman", "n_groups"]
+
+
+def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`fidelity_summary`'s numbers per (agent, tasks, profile) of :func:`item_rows`' frame."""
+    keys = ["agent", "tasks", "profile"]
+    return pd.DataFrame([{**dict(zip(keys, k)), **{c: fidelity_summary(d)[c] for c in SUMMARY_COLUMNS}}
+                         for k, d in rows.groupby(keys, sort=False)]).set_index(keys)
+
+
+def item_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`measure`'s per-item ``rows``, one frame, each row with its ``agent``, ``tasks`` and ``profile``."""
+    return pd.concat([r.assign(agent=a, tasks=s, profile=p) for a, s, p, r in
+                      table[["agent", "tasks", "profile", "rows"]].itertuples(index=False)], ignore_index=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,10 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = measure(pool, args.run, args.per_task, workers=args.workers)
     if args.out:
-        pd.concat([r.assign(agent=a, tasks=s, profile=p) for a, s, p, r in
-                   table[["agent", "tasks", "profile", "rows"]].itertuples(index=False)]).to_parquet(args.out)
-    cols = ["agent", "tasks", "profile", "n", "real_ok_rate", "pred_ok_rate", "status_accuracy", "mae", "mean_error",
-            "spearman", "within_group_spearman", "n_groups"]
+        item_rows(table).to_parquet(args.out)
+    cols = ["agent", "tasks", "profile", *SUMMARY_COLUMNS]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table[cols].round(3).to_string(index=False))
         for row in table.itertuples():

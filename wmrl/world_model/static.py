@@ -30,7 +30,8 @@ Two error profiles (``profile``), the same analysis under both:
 Measured by ``python -m wmrl.experiments.wm_profile measure`` on a grpo agent's scripts (small
 preset, seed 101, 173 scripts of the training tasks and 112 of the held-out ones, executed once):
 predicted / real ok rate 0.65 / 0.63 and 0.58 / 0.46 (pessimistic: 0.41 and 0.23), Spearman of
-predicted and real reward within a task 0.62 and 0.64 (pessimistic: 0.44 and 0.36).
+predicted and real reward within a task 0.62 and 0.64 (pessimistic: 0.44 and 0.36). Notebook 05
+(section 5) makes the same measurement on the committed ``wmrl`` agent and commits it with provenance.
 
 Sampling. Every check yields a failure probability ``p`` and the quality check a distribution
 over buckets. At temperature ``T`` the model samples each verdict from the tempered distribution

@@ -1,0 +1,52 @@
+"""Every notebook replayed on the committed results: each figure names what it plots, and a wrong
+parameter fails early and clearly.
+
+The figure check replays each notebook on the committed ``results/`` (read only) into a temporary
+``FIGURES_DIR`` and reads the panels that :func:`~wmrl.experiments.notebook.save_figure` described
+from matplotlib's objects. (The smoke runs that train are in ``test_notebooks.py``.)
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from _notebooks import NAMES, RESULTS, papermill, run_notebook
+
+SETUP_CELLS = 1  # code cells allowed between the parameters and the failing check (e.g. imports)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_legend_or_title(name, tmp_path, kernel):
+    import json
+
+    from wmrl.experiments.plots import figure_problems
+
+    run_notebook(name, tmp_path, kernel, MODE="replay", RESULTS_DIR=str(RESULTS))
+    sidecars = sorted((tmp_path / "figures").glob("*.png.provenance.json"))
+    assert sidecars, f"{name} drew no figure"
+    problems = {side.name: figure_problems(json.loads(side.read_text())["panels"]) for side in sidecars}
+    assert not any(problems.values()), {k: v for k, v in problems.items() if v}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "bad, hint",
+    [({"MODE": "trian"}, "pass one of ['replay', 'train']"),
+     ({"PRESET": "huge"}, "pass one of"),
+     ({"MODE": "replay"}, "MODE='train'")],  # replay with an empty RESULTS_DIR
+    ids=["unknown-mode", "unknown-preset", "replay-without-results"],
+)
+def test_a_wrong_parameter_fails_in_the_first_cells_with_a_message_saying_what_to_pass(
+    name, bad, hint, tmp_path, kernel
+):
+    with pytest.raises(papermill.PapermillExecutionError) as info:
+        run_notebook(name, tmp_path, kernel, **bad)
+    assert info.value.ename == "ParameterError"
+    assert hint in info.value.evalue
+    cells = nbformat.read(tmp_path / f"{name}.ipynb", as_version=4).cells
+    ran_before = [
+        c for c in cells[: info.value.cell_index]
+        if c.cell_type == "code" and not {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))
+    ]
+    assert len(ran_before) <= SETUP_CELLS, f"the parameter check must come right after the parameters cell in {name}"

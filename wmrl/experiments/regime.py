@@ -1,0 +1,196 @@
+r"""The method in its regime: what OD's early first fit costs, OD's effect on the step size, IVD's warm-up.
+
+Questions the paper's Table 3 leaves open (notebook 11):
+
+**The first fit.** The paper keeps the identity map until 200 anchor pairs, then refits every 64.
+A small run collects far fewer pairs (16 steps x one anchor group of 4 = 64), so the small preset
+fits after 16. :func:`prequential_calibration` replays :class:`~wmrl.calibration.OnlineDebiaser`
+on each run's logged anchor pairs under other schedules, prequentially, as the trainer applies it:
+each step's raw predictions :math:`\hat r` pass through the map fitted on the *earlier* steps'
+pairs, and the squared error of :math:`\hat f(\hat r)` against the real reward :math:`r` is scored
+before the step's own pairs are added. The identity (the map before any fit, or a first fit that
+never comes, as in ``mix``) scores :math:`(\hat r - r)^2`. This costs no training; the trained
+sweep of ``method.od_min_pairs`` is the notebook's second look.
+
+**The step size.** With unnormalised advantages a group's advantage is linear in its rewards,
+:math:`A_i = R_i - \bar R`. An isotonic map that flattens the world model's scores shrinks the
+spread of :math:`\tilde r = \hat f(\hat r)` within a world-model group, and so the size of that
+group's gradient: OD then also lowers the world-model stream's effective learning rate against
+``mix``. :func:`advantage_spread` measures that on the anchor groups, which are drawn at random
+among the step's groups and were scored by both the world model and the sandbox: per group, the
+population SD of the raw, the calibrated and the real rewards (the SD of the group's
+advantages). Comparing ``od`` with ``mix`` under std-normalised advantages (every group's
+advantages scaled to unit SD) removes the confound: a monotone map can then act only through the
+spacing and ties it gives within a group.
+
+**IVD's warm-up.** :math:`\hat\eta^2_{cal}` is recorded once warm-up ends, and IVD's :math:`\rho`
+weights nothing before; by default that is one window after OD's first fit, half of a small run.
+The variant ``ivd~warmup_K`` records it after ``K`` anchor groups (``method.ivd_warmup_groups``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from wmrl.anchor import AnchorScheduler
+from wmrl.calibration import OnlineDebiaser
+from wmrl.config import ConfigError
+from wmrl.experiments.ablation import Variant, plan
+from wmrl.experiments.stats import fmt_ci, mean_ci
+from wmrl.presets import run_config
+from wmrl.step import ivd_warmup_groups
+
+__all__ = ["NEVER", "Variants", "advantage_spread", "calibration_table", "default_ivd_warmup", "first_fit_step",
+           "ivd_active_share", "prequential_calibration", "spread_summary", "variants"]
+
+#: The first fit that never comes within a run (``mix``, or a schedule past the run's pairs).
+NEVER = "never"
+
+
+class Variants(NamedTuple):
+    """Notebook 11's variants of the default runs."""
+
+    std: Variant  # std-normalised advantages, on every Table 3 row (tag ``std``)
+    first_fits: list[Variant]  # od with its first fit after each K pairs (tags ``first_fit-K``)
+    ivd_warmup: Variant  # ivd with eta^2_cal recorded after K anchor groups (tag ``warmup_K``)
+
+
+def variants(preset: str, first_fits, ivd_warmup: int) -> Variants:
+    """Notebook 11's variants, each validated against ``preset`` (a value that is not a field's, or
+    equals the preset's own, fails here with what to pass)."""
+    if not isinstance(ivd_warmup, int) or isinstance(ivd_warmup, bool) or ivd_warmup < 1:
+        raise ConfigError(f"the IVD warm-up must be a whole number of anchor groups >= 1, got {ivd_warmup!r}")
+    return Variants(plan("std", "od", {"train.std_normalize": True}, presets=[preset])[0],
+                    plan("first_fit", "od", {}, {"method.od_min_pairs": list(first_fits)}, presets=[preset]),
+                    plan(f"warmup_{ivd_warmup}", "ivd", {"method.ivd_warmup_groups": ivd_warmup}, presets=[preset])[0])
+
+
+def default_ivd_warmup(preset: str) -> int:
+    r"""Anchor groups before :math:`\hat\eta^2_{cal}` is recorded in ``preset``'s ``ivd`` runs (the step's rule)."""
+    cfg = run_config("ivd", preset)
+    anchors = AnchorScheduler(cfg.method.anchor_fraction, cfg.method.anchor_min).n_anchors(cfg.train.groups_per_step)
+    return ivd_warmup_groups(cfg.method, anchors, cfg.train.group_size)
+
+
+def ivd_active_share(steps: pd.DataFrame) -> pd.DataFrame:
+    r"""Per run (``arm``, ``seed``) of ``steps.parquet`` rows: the anchor groups seen before IVD's
+    :math:`\hat\eta^2_{cal}` was recorded (the logged warm-up), and the share of steps it weighted."""
+    rows = []
+    for (arm, seed), d in steps.sort_values("step").groupby(["arm", "seed"], sort=False):
+        warm = d.eta2_cal.notna().to_numpy()
+        groups = int(d.n_executed_groups.to_numpy()[:warm.argmax() + 1].sum()) if warm.any() else np.nan
+        rows.append({"arm": arm, "seed": seed, "warmup_groups": groups, "ivd_share": float(warm.mean()),
+                     "mean_rho": float(d.rho.mean())})
+    return pd.DataFrame(rows)
+
+
+def first_fit_step(steps: pd.DataFrame) -> int:
+    """The first step whose world-model scores OD's map transforms, in every run of ``steps`` (an OD
+    arm's ``steps.parquet`` rows): the step after the first refit is logged (the map a step uses is
+    the one fitted before its own pairs arrive)."""
+    fitted = steps[steps.od_refits > 0].groupby("seed").step.min()
+    if fitted.empty or fitted.size < steps.seed.nunique():
+        raise ValueError("OD never fitted its map in some of these runs: no step is calibrated")
+    return int(fitted.max()) + 1
+
+
+def _streams(pairs: pd.DataFrame):
+    """Each run's anchor pairs, by step in the order they were logged."""
+    for (arm, seed), d in pairs.groupby(["arm", "seed"], sort=False):
+        yield arm, seed, [(int(s), g) for s, g in d.groupby("step", sort=True)]
+
+
+def prequential_calibration(pairs: pd.DataFrame, first_fits, refit_every: int) -> pd.DataFrame:
+    """Squared error of the calibrated anchor scores under each first-fit schedule, replayed per run.
+
+    Args:
+        pairs: the runs' ``pairs.parquet`` rows (``arm``, ``seed``, ``step``, ``pred``, ``true``, ...).
+        first_fits: the ``min_pairs`` values to replay (each >= 2).
+        refit_every: new pairs between refits after the first fit (the run's ``method.od_refit_every``).
+
+    Returns:
+        One row per (arm, seed, first_fit) plus one per run with ``first_fit`` = :data:`NEVER`
+        (the identity): ``mse`` over every anchor pair of the run, ``mse_late`` over the pairs of
+        its second half (steps >= half the last step, when every schedule up to half the run's
+        pairs has fitted), ``pairs`` and ``calibrated``: the replayed scores, for checks.
+    """
+    rows = []
+    for arm, seed, steps in _streams(pairs):
+        late_from = steps[-1][0] / 2
+        schedules = [(k, OnlineDebiaser(int(k), refit_every)) for k in first_fits] + [(NEVER, None)]
+        for k, od in schedules:
+            err, late, out = [], [], []
+            for step, g in steps:
+                raw, real = g.pred.to_numpy(float), g.true.to_numpy(float)
+                cal = od.transform(raw) if od is not None else raw  # the map before this step's pairs
+                e = (cal - real) ** 2
+                err.append(e)
+                if step >= late_from:
+                    late.append(e)
+                out.append(cal)
+                if od is not None:
+                    od.push_many(raw, real)
+            rows.append({"arm": arm, "seed": seed, "first_fit": k, "mse": float(np.concatenate(err).mean()),
+                         "mse_late": float(np.concatenate(late).mean()), "pairs": sum(len(g) for _, g in steps),
+                         "calibrated": np.concatenate(out)})
+    return pd.DataFrame(rows)
+
+
+def calibration_table(preq: pd.DataFrame) -> pd.DataFrame:
+    """:func:`prequential_calibration` by first fit: the mean squared error over runs, and its ratio to the
+    identity's paired by run (< 1: the map helps), each with a 95% interval over runs."""
+    never = preq[preq.first_fit == NEVER].set_index(["arm", "seed"])
+    rows = []
+    for k, d in preq.groupby("first_fit", sort=False):
+        d = d.set_index(["arm", "seed"])
+        row = {"first fit (pairs)": k, "runs": len(d)}
+        for col, what in (("mse", "whole run"), ("mse_late", "second half")):
+            row[f"MSE, {what}"] = fmt_ci(*mean_ci(d[col]), digits=4)
+            row[f"/ raw, {what}"] = fmt_ci(*mean_ci(d[col] / never.loc[d.index, col]), digits=2)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("first fit (pairs)")
+
+
+def advantage_spread(pairs: pd.DataFrame, group_size: int) -> pd.DataFrame:
+    """Per anchor group: the population SD of its raw, calibrated and real rewards.
+
+    A step's pairs are its complete anchor groups one after another (:class:`wmrl.step.WMRLStep`
+    logs only groups the world model scored in full), so consecutive chunks of ``group_size``
+    rows of a step are its groups. The SD of a group's rewards is the SD of its advantages
+    (:math:`A_i = R_i - \\bar R`), so ``sd_cal / sd_raw`` is OD's factor on that group's gradient.
+    """
+    rows = []
+    for arm, seed, steps in _streams(pairs):
+        for step, g in steps:
+            if len(g) % group_size:
+                raise ValueError(f"{arm} seed {seed} step {step}: {len(g)} anchor pairs is not a whole number of "
+                                 f"groups of {group_size}")
+            for i in range(len(g) // group_size):
+                chunk = g.iloc[i * group_size:(i + 1) * group_size]
+                rows.append({"arm": arm, "seed": seed, "step": step, "group": i,
+                             "sd_raw": float(chunk.pred.std(ddof=0)), "sd_cal": float(chunk.calibrated.std(ddof=0)),
+                             "sd_real": float(chunk.true.std(ddof=0))})
+    return pd.DataFrame(rows)
+
+
+def spread_summary(spread: pd.DataFrame, from_step: int) -> pd.DataFrame:
+    """Per run, from ``from_step`` on: the RMS advantage SD of each score and two ratios.
+
+    ``cal_over_raw`` = RMS(sd_cal) / RMS(sd_raw): OD's factor on a world-model group's gradient
+    (1 without OD); ``trained_over_real`` = RMS(sd of the rewards the world-model groups train on:
+    calibrated with OD, raw without) / RMS(sd_real): the world-model stream's step size relative
+    to the executed stream's on the same groups.
+    """
+    def rms(x):
+        return float(np.sqrt(np.mean(np.square(x))))
+
+    rows = []
+    for (arm, seed), d in spread[spread.step >= from_step].groupby(["arm", "seed"], sort=False):
+        raw, cal, real = rms(d.sd_raw), rms(d.sd_cal), rms(d.sd_real)
+        rows.append({"arm": arm, "seed": seed, "groups": len(d), "rms_sd_raw": raw, "rms_sd_cal": cal,
+                     "rms_sd_real": real, "cal_over_raw": cal / raw if raw > 0 else np.nan,
+                     "trained_over_real": cal / real if real > 0 else np.nan})
+    return pd.DataFrame(rows)
