@@ -18,7 +18,7 @@ import pytest
 from wmrl.provenance import REPO
 from wmrl.sandbox import ExecutionResult, Limits, Sandbox, SandboxError, library_versions, local
 from wmrl.sandbox.toy import SECRET, cpu_burner, forking_burner, sandbox_processes, toy_grade, toy_solution
-from wmrl.sandbox.view import OS_FOLDERS, solution_view
+from wmrl.sandbox.view import OS_FOLDERS, interpreter_folders, solution_view
 
 WRITE_SUBMISSION = toy_solution()
 
@@ -219,3 +219,35 @@ def test_the_interpreters_folders_take_in_what_pth_files_add_but_never_the_repos
     exposed = json.loads(out.stdout)
     assert str(libs.resolve()) in exposed and str((tmp_path / "venv").resolve()) in exposed, exposed
     assert not [e for e in exposed if Path(e) == REPO or Path(e) in REPO.parents or REPO in Path(e).parents], exposed
+
+
+def test_a_folder_reached_through_a_link_is_shown_at_the_link_and_at_its_target(tmp_path):
+    (real := tmp_path / "envs" / "venv" / "lib").mkdir(parents=True)
+    (tmp_path / "project").mkdir()
+    (link := tmp_path / "project" / ".venv").symlink_to(tmp_path / "envs" / "venv")
+    repo = tmp_path / "project" / "checkout"
+    exposed = interpreter_folders([str(link)], [str(link / "lib"), str(repo)], str(repo))
+    assert exposed == tuple(sorted({str(link), str(real.parent)}))  # the site folder lies inside both; no repo
+
+
+@pytest.mark.slow
+def test_a_script_run_by_an_interpreter_reached_through_a_link_imports_what_the_server_had_not(tmp_path):
+    """A venv behind a link (``.venv -> elsewhere``, a worktree's) names its modules by the link's path: the
+    sandbox must show that path too, or every module the warm server had not imported is missing."""
+    (tmp_path / "linked").symlink_to(sys.prefix)
+    python = tmp_path / "linked" / "bin" / "python"
+    driver = textwrap.dedent(f"""
+        from pathlib import Path
+        from wmrl.sandbox import Sandbox
+        from wmrl.sandbox.toy import make_toy_task, toy_grade
+        task = make_toy_task(Path({str(tmp_path / "pool")!r}))
+        code = "import narwhals._interchange, sklearn.cluster, statsmodels.api\\n"
+        for warm in (True, False):
+            r = Sandbox(timeout_s=30, grader=toy_grade, warm=warm, base_dir={str(tmp_path / "runs")!r}).run(task, code)
+            print(warm, r.status, r.reason[:200])
+        """)
+    out = subprocess.run([str(python), "-c", driver], check=False, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:2] == ["True no_submission the script wrote no file at $SUBMISSION_PATH",
+                                         "False no_submission the script wrote no file at $SUBMISSION_PATH"], out.stdout

@@ -52,6 +52,7 @@ __all__ = [
     "SolutionView",
     "boundary",
     "closed_parents",
+    "interpreter_folders",
     "interpreter_paths",
     "solution_view",
     "top_folders",
@@ -101,15 +102,30 @@ def interpreter_paths() -> tuple[str, ...]:
     """The folders the solution's interpreter reads: its prefixes, and every folder on the path of
     ``python -I`` (site-packages and what their ``.pth`` files add) outside them, less the
     repository's (a path-style editable install of wmrl must not show the repository). Probed once."""
-    found = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, os.path.dirname(sys.executable))}
     probe = subprocess.run([sys.executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
                            capture_output=True, text=True, timeout=120, check=True, cwd="/")
-    repo = str(REPO.resolve())
-    for entry in json.loads(probe.stdout):
+    return interpreter_folders((sys.base_prefix, sys.prefix, os.path.dirname(sys.executable)),
+                               json.loads(probe.stdout), str(REPO.resolve()))
+
+
+def interpreter_folders(prefixes, path_entries, repo: str) -> tuple[str, ...]:
+    """:func:`interpreter_paths` from its inputs: each folder both where it really is and where the
+    interpreter names it. A virtual environment reached through a link (``.venv -> /elsewhere/venv``)
+    names its modules by the link's path; shown only at the target, every module the warm server
+    had not imported yet would be missing in the sandbox (``ModuleNotFoundError`` for every script)."""
+    found: set[str] = set()
+
+    def add(path: str) -> None:
+        for seen in dict.fromkeys((os.path.realpath(path), os.path.abspath(path))):
+            if not any(_inside(seen, f) for f in found):
+                found.add(seen)
+
+    for prefix in prefixes:
+        add(prefix)
+    for entry in path_entries:
         real = os.path.realpath(entry) if entry else ""
-        if (os.path.isdir(real) and not any(_inside(real, f) for f in found)
-                and not _inside(real, repo) and not _inside(repo, real)):
-            found.add(real)
+        if os.path.isdir(real) and not _inside(real, repo) and not _inside(repo, real):
+            add(entry)
     return tuple(sorted(found))
 
 
