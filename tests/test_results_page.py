@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wmrl.experiments import claims, results_page
+from wmrl.experiments import claims, regime, results_page
 from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
+from wmrl.presets import notebook_params, run_config
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
@@ -20,6 +21,12 @@ def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     for sentence in claims.what_we_see(claims.evaluate_claims(runs, claims.MAIN)):
         assert sentence in page
     assert "## Where the noise comes from" in page
+    params = notebook_params("small")  # notebook 11's claims: one row each, from its tagged runs
+    regime_claims = claims.method_regime(regime.variants("small", params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"]),
+                                         run_config("od", "small").method.od_min_pairs,
+                                         regime.default_ivd_warmup("small"))
+    for c in regime_claims:
+        assert page.count(f"\n| {c.id} |") == 1, c.id
 
 
 def test_the_page_is_rewritten_identically_from_unchanged_results(tmp_path):

@@ -94,14 +94,15 @@ def fidelity_findings(rows: pd.DataFrame, steps: pd.DataFrame) -> list[str]:
 
     pred_ok, real_ok = (rows.pred_status == "ok").mean(), (rows.real_status == "ok").mean()
     rho = spearmanr(rows.pred_reward, rows.real_reward).statistic
-    tone = "pessimistic" if pred_ok < real_ok else "optimistic"
+    tone = ("pessimistic, unlike the paper's DEFAULT-TO-PASS LLM world model" if pred_ok < real_ok else
+            "optimistic, as the paper's DEFAULT-TO-PASS LLM world model is" if pred_ok > real_ok else
+            "neither optimistic nor pessimistic about valid runs")
     late = steps[steps.step >= steps.step.max() / 2]
     per_seed = late.groupby("seed").fid_spearman.mean()
     last = steps[steps.step == steps.step.max()]
     return [
         (f"On {len(rows)} fixed scripts the program-analysis world model ranks scripts with Spearman {rho:.2f} and is "
-         f"{tone}: it predicts a valid run for {100 * pred_ok:.0f}% of them against {100 * real_ok:.0f}% real "
-         "(the paper's LLM world model defaults to pass, the other way)."),
+         f"{tone}: it predicts a valid run for {100 * pred_ok:.0f}% of them against {100 * real_ok:.0f}% real."),
         (f"During WMRL training its within-anchor Spearman in the second half of the run is "
          f"{per_seed.mean():.2f} (per seed {', '.join(f'{v:.2f}' for v in per_seed)}), and at the last step "
          f"rho = {last.rho.mean():.2f} over {last.seed.nunique()} seeds."),
@@ -236,6 +237,8 @@ def profile_findings(summary: pd.DataFrame) -> list[str]:
             f"On the {agent} agent's {int(pap.n)} scripts of the {'held-out' if tasks == 'heldout' else 'training'} "
             f"tasks ({pap.real_ok_rate:.0%} run to a valid submission), the paper profile predicts {pap.pred_ok_rate:.0%} "
             f"valid (pessimistic: {pes.pred_ok_rate:.0%}), a mean reward error of {pap.mean_error:+.3f} "
-            f"(pessimistic: {pes.mean_error:+.3f}; > 0 is optimistic) and a within-group Spearman of "
-            f"{pap.within_group_spearman:.2f} (pessimistic: {pes.within_group_spearman:.2f}).")
+            f"(pessimistic: {pes.mean_error:+.3f}; > 0 is optimistic) and "
+            + (f"a within-group Spearman of {pap.within_group_spearman:.2f} (pessimistic: "
+               f"{pes.within_group_spearman:.2f})." if pap.n_groups else
+               "no within-group Spearman (no group of 3 scripts or more with different real rewards)."))
     return out

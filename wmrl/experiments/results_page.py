@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.experiments import claims, findings, noise
-from wmrl.experiments.collect import load_runs, load_table
+from wmrl.experiments import claims, findings, noise, regime
+from wmrl.experiments.collect import load_runs, load_table, run_settings
 from wmrl.experiments.costs import add_totals
+from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
 from wmrl.vla.results import history_table, runs_table
 
@@ -82,6 +83,28 @@ def _vla_results(results: Path, preset: str, seeds) -> list[dict] | str:
         return str(e)
 
 
+def _method_regime(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
+    """Notebook 11's claims table and sentences, from the default Table 3 rows and its tagged runs
+    (the notebook's own calls); a message when its variants' runs are not all there."""
+    params = notebook_params(preset)
+    variants = regime.variants(preset, params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"])
+    base = runs[runs.arm.isin(["mix", "ivd", "od", "wmrl"])]
+    try:
+        tagged = [add_totals(load_runs(preset, results, seeds=seeds, tag=v.tag))
+                  for v in (variants.std, *variants.first_fits, variants.ivd_warmup)]
+    except FileNotFoundError:
+        return f"No runs of its variants at preset `{preset}` yet: run `python -m wmrl.reproduce --only 11_method_regime`."
+    default, refit, group = run_settings(base, "method.od_min_pairs", "method.od_refit_every",
+                                         "train.group_size").iloc[0].astype(int)
+    table = claims.evaluate_claims(pd.concat([base, *tagged]),
+                                   claims.method_regime(variants, default, regime.default_ivd_warmup(preset)))
+    pairs = load_table(base, "pairs")
+    from_step = regime.first_fit_step(load_table(base[base.arm == "od"], "steps"))
+    preq = regime.prequential_calibration(pairs, sorted({*(v.value for v in variants.first_fits), default}), refit)
+    spread = regime.spread_summary(regime.advantage_spread(pairs, group), from_step)
+    return table, claims.what_we_see(table) + findings.regime_findings(preq, spread, from_step)
+
+
 def _claims_rows(table: pd.DataFrame, notebook: str, figure: str) -> list[str]:
     shown = claims.claims_display(table)
     out = []
@@ -130,6 +153,15 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         lines += _claims_rows(table, notebook, figure)
         paragraphs[notebook] = (title, claims.what_we_see(table)
                                 + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
+    if runs is not None and {"mix", "ivd", "od", "wmrl"} <= set(runs.arm):
+        title = "the method in its regime: OD's first fit, the step size, IVD's warm-up"
+        found = _method_regime(results, preset, seeds, runs)
+        if isinstance(found, str):
+            paragraphs["11_method_regime"] = (title, [found])
+        else:
+            tables.append(found[0])
+            lines += _claims_rows(found[0], "11_method_regime", "11_method_regime.png")
+            paragraphs["11_method_regime"] = (title, found[1])
     theory = results / "theory"
     if (theory / "thm3_curves.parquet").is_file():
         paragraphs["00_theory"] = ("Theorems 3-4, Lemma 12, Assumption 6 on a synthetic problem",
@@ -139,8 +171,11 @@ def results_page(results: str | Path, preset: str = "small") -> str:
             runs[runs.arm.isin(params.get("COMPUTE_ARMS", runs.arm.unique()))]))
     fixed = results / "fidelity" / preset / "static_rows.parquet"
     if fixed.is_file() and runs is not None and "wmrl" in set(runs.arm):
-        paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", findings.fidelity_findings(
-            pd.read_parquet(fixed), load_table(runs[runs.arm == "wmrl"], "steps")))
+        sentences = findings.fidelity_findings(pd.read_parquet(fixed), load_table(runs[runs.arm == "wmrl"], "steps"))
+        profile = fixed.with_name("profile_rows.parquet")
+        if profile.is_file():
+            sentences += findings.profile_findings(summary_table(pd.read_parquet(profile)))
+        paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", sentences)
     lines[4:4] = ["**In short.** " + in_short(tables, seeds), ""]
     lines += ["", "## What each notebook shows", ""]
     for notebook in sorted(paragraphs):
