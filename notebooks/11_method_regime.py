@@ -88,20 +88,19 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from wmrl.arms import get_arm
 from wmrl.experiments import claims, findings, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
+from wmrl.experiments.collect import load_arm_runs, load_table
 
 plots.use_style()
-MIXED = ["mix", "ivd", "od", "wmrl"]  # Table 3's rows: both streams; their anchor pairs are replayed
+MIXED = list(regime.TABLE3)  # Table 3's rows: both streams; their anchor pairs are replayed
 base = load_arm_runs(cfg, MIXED)
 sweep = pd.concat([load_arm_runs(cfg, ["od"], tag=v.tag, overrides=v.overrides) for v in SWEEP], ignore_index=True)
 std = load_arm_runs(cfg, MIXED, tag=STD.tag, overrides=STD.overrides)  # the same switch on every row
 warm = load_arm_runs(cfg, ["ivd"], tag=WARM.tag, overrides=WARM.overrides)
 runs = pd.concat([base, sweep, std, warm], ignore_index=True)
-settings = run_settings(base, "method.od_min_pairs", "method.od_refit_every", "train.group_size")
-assert (settings.nunique() == 1).all(), "the default runs must share OD's schedule and the group size"
-DEFAULT_FIT, REFIT, GROUP = (int(settings[c].iloc[0]) for c in settings)
-pairs = load_table(base, "pairs")
+R = regime.readout(base, cfg["REGIME_FIRST_FITS"])  # sections 1 and 3, from the default runs (RESULTS.md reads the same)
+DEFAULT_FIT, REFIT, pairs = R.first_fit, R.refit_every, R.pairs
 print(f"{len(runs)} runs; OD's default schedule: first fit after {DEFAULT_FIT} pairs, refit every {REFIT}; "
       f"{len(pairs)} anchor pairs in the {len(base)} default runs with both streams")
 
@@ -111,17 +110,15 @@ print(f"{len(runs)} runs; OD's default schedule: first fit after {DEFAULT_FIT} p
 # For each run and schedule $K$: step by step, the anchor group's raw scores pass through the map
 # fitted on the pairs of the earlier steps (identity until $K$ pairs, a refit every
 # `od_refit_every` after), the squared error against the real rewards is recorded, then the step's
-# pairs join the fit. First, the check that this replay is the trainer's OD: at each OD run's own
-# schedule the replayed scores equal the calibrated scores the run logged.
+# pairs join the fit. `regime.readout` first checks that this replay is the trainer's OD: at each OD
+# run's own schedule the replayed scores must equal the calibrated scores the run logged (it raises
+# otherwise). By the second half of a small run every schedule has refitted on the same pairs, so
+# the second-half columns agree; the whole-run columns show what the early steps cost.
 
 # %%
 FITS = sorted({*cfg["REGIME_FIRST_FITS"], DEFAULT_FIT})
-preq = regime.prequential_calibration(pairs, FITS, REFIT)
-for (arm, seed), d in pairs.groupby(["arm", "seed"]):
-    if arm in ("od", "wmrl"):
-        mine = preq[(preq.arm == arm) & (preq.seed == seed) & (preq.first_fit == DEFAULT_FIT)].calibrated.iloc[0]
-        assert np.allclose(mine, d.calibrated.to_numpy(), atol=1e-12), f"{arm} seed {seed}: the replay is not OD"
-print(f"replayed OD equals the logged calibrated scores in all {len(base[base.arm.isin(['od', 'wmrl'])])} OD runs")
+preq = R.preq
+print(f"replayed OD equals the logged calibrated scores in all {sum(get_arm(a).od for a in base.arm)} OD runs")
 
 # %% tags=["nbval-check-output"]
 preq_table = regime.calibration_table(preq)
@@ -152,10 +149,7 @@ print(table.to_string())
 # stream's on the same groups.
 
 # %% tags=["nbval-check-output"]
-steps = load_table(base[base.arm == "od"], "steps")
-FROM_STEP = regime.first_fit_step(steps)  # the first step whose world-model scores the map transforms
-spread = regime.advantage_spread(pairs, GROUP)
-spread_runs = regime.spread_summary(spread, FROM_STEP)
+FROM_STEP, spread, spread_runs = R.from_step, R.spread, R.spread_runs  # from the first step the map transforms
 spread_table = (spread_runs.groupby("arm", sort=False)[["cal_over_raw", "trained_over_real"]]
                 .agg(lambda v: stats.fmt_ci(*stats.mean_ci(v), digits=2)).reindex(MIXED))
 print(f"anchor groups from step {FROM_STEP} on ({spread_runs.groups.iloc[0]} a run)")

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
+from wmrl.calibration import OnlineDebiaser
 from wmrl.config import ConfigError
 from wmrl.experiments import claims, regime
 
@@ -105,3 +106,36 @@ def test_the_logged_warm_up_counts_anchor_groups_until_eta2_cal_is_recorded():
                           "eta2_cal": [np.nan, np.nan, 0.1, 0.1], "rho": [1, 1, 1.5, 2.0]})
     row = regime.ivd_active_share(steps).iloc[0]
     assert (row.warmup_groups, row.ivd_share, row.mean_rho) == (6, 0.5, 1.375)
+
+
+def _run_folder(root, arm, seed, pairs, min_pairs=4, refit=4, group=4):
+    """A run folder as readout reads it: summary.json's configuration, pairs.parquet and steps.parquet."""
+    import json
+
+    d = root / arm / f"seed{seed}"
+    d.mkdir(parents=True)
+    config = {"method": {"od_min_pairs": min_pairs, "od_refit_every": refit}, "train": {"group_size": group}}
+    (d / "summary.json").write_text(json.dumps({"provenance": {"config": config}}))
+    pairs.drop(columns=["arm", "seed"]).to_parquet(d / "pairs.parquet")
+    steps = pairs.groupby("step").size().cumsum().rename("od_pairs").reset_index()
+    steps.assign(od_refits=(steps.od_pairs >= min_pairs).astype(int)).to_parquet(d / "steps.parquet")
+    return {"arm": arm, "seed": seed, "dir": str(d)}
+
+
+def test_the_readout_refuses_a_replay_that_is_not_the_runs_od(tmp_path):
+    stream = _stream(steps=4, n=4)
+    od = OnlineDebiaser(4, 4)
+    calibrated = []
+    for _, g in stream.groupby("step"):  # what the trainer logs: each step through the map before its pairs
+        calibrated.append(od.transform(g.pred.to_numpy()))
+        od.push_many(g.pred.to_numpy(), g.true.to_numpy())
+    good = stream.assign(calibrated=np.concatenate(calibrated))
+    base = pd.DataFrame([_run_folder(tmp_path / "a", "od", 0, good), _run_folder(tmp_path / "a", "mix", 0, stream)])
+    r = regime.readout(base, [8])
+    assert (r.first_fit, r.refit_every, r.group_size, r.from_step) == (4, 4, 4, 1)
+    bad = pd.DataFrame([_run_folder(tmp_path / "b", "od", 0, good.assign(calibrated=good.pred))])
+    with pytest.raises(AssertionError, match="does not give its logged scores"):
+        regime.readout(bad, [8])
+    mixed = pd.DataFrame([_run_folder(tmp_path / "c", "od", 0, good), _run_folder(tmp_path / "c", "mix", 0, stream, refit=8)])
+    with pytest.raises(ValueError, match="od_refit_every"):
+        regime.readout(mixed, [8])

@@ -30,24 +30,29 @@ The variant ``ivd~warmup_K`` records it after ``K`` anchor groups (``method.ivd_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from wmrl.anchor import AnchorScheduler
+from wmrl.arms import get_arm
 from wmrl.calibration import OnlineDebiaser
 from wmrl.config import ConfigError
 from wmrl.experiments.ablation import Variant, plan
+from wmrl.experiments.collect import load_table, run_settings
 from wmrl.experiments.stats import fmt_ci, mean_ci
 from wmrl.presets import run_config
 from wmrl.step import ivd_warmup_groups
 
-__all__ = ["NEVER", "Variants", "advantage_spread", "calibration_table", "default_ivd_warmup", "first_fit_step",
-           "ivd_active_share", "prequential_calibration", "spread_summary", "variants"]
+__all__ = ["NEVER", "TABLE3", "Readout", "Variants", "advantage_spread", "calibration_table", "default_ivd_warmup",
+           "first_fit_step", "ivd_active_share", "prequential_calibration", "readout", "spread_summary", "variants"]
 
 #: The first fit that never comes within a run (``mix``, or a schedule past the run's pairs).
 NEVER = "never"
+#: Table 3's rows: the arms with both streams, whose anchor pairs the replay reads.
+TABLE3 = ("mix", "ivd", "od", "wmrl")
 
 
 class Variants(NamedTuple):
@@ -194,3 +199,41 @@ def spread_summary(spread: pd.DataFrame, from_step: int) -> pd.DataFrame:
                      "rms_sd_real": real, "cal_over_raw": cal / raw if raw > 0 else np.nan,
                      "trained_over_real": cal / real if real > 0 else np.nan})
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Readout:
+    """What notebook 11 (and RESULTS.md) reads off the default runs of Table 3's rows."""
+
+    first_fit: int  # the runs' method.od_min_pairs
+    refit_every: int  # their method.od_refit_every
+    group_size: int  # their train.group_size
+    pairs: pd.DataFrame  # every run's anchor pairs (pairs.parquet), with arm and seed
+    preq: pd.DataFrame  # prequential_calibration at the asked first fits and the runs' own
+    from_step: int  # first_fit_step of the od runs
+    spread: pd.DataFrame  # advantage_spread per anchor group
+    spread_runs: pd.DataFrame  # spread_summary per run, from from_step on
+
+
+def readout(base: pd.DataFrame, first_fits) -> Readout:
+    """Replay and measure the default runs ``base`` (``load_runs`` rows of :data:`TABLE3`'s arms).
+
+    Raises if the runs do not share OD's schedule and the group size, or if the replay at their own
+    schedule is not the trainer's OD (its scores must equal the ``calibrated`` column every OD run
+    logged): the replayed schedules are only as good as that check.
+    """
+    settings = run_settings(base, "method.od_min_pairs", "method.od_refit_every", "train.group_size")
+    if (settings.nunique() > 1).any():
+        raise ValueError(f"the runs must share OD's schedule and the group size; they differ in "
+                         f"{list(settings.columns[settings.nunique() > 1])}")
+    fit, refit, group = (int(settings[c].iloc[0]) for c in settings)
+    pairs = load_table(base, "pairs")
+    preq = prequential_calibration(pairs, sorted({*first_fits, fit}), refit)
+    own = preq[preq.first_fit == fit].set_index(["arm", "seed"]).calibrated
+    for (arm, seed), d in pairs.groupby(["arm", "seed"]):
+        if get_arm(arm).od and not np.allclose(own[(arm, seed)], d.calibrated.to_numpy(), atol=1e-12):
+            raise AssertionError(f"{arm} seed {seed}: replaying OD at the run's schedule does not give its logged scores")
+    from_step = first_fit_step(load_table(base[base.arm == "od"], "steps"))
+    spread = advantage_spread(pairs, group)
+    return Readout(fit, refit, group, pairs, preq, from_step, spread, spread_summary(spread, from_step))
+

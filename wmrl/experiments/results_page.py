@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from wmrl.experiments import claims, findings, noise, regime
-from wmrl.experiments.collect import load_runs, load_table, run_settings
+from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
@@ -88,21 +88,16 @@ def _method_regime(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tup
     (the notebook's own calls); a message when its variants' runs are not all there."""
     params = notebook_params(preset)
     variants = regime.variants(preset, params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"])
-    base = runs[runs.arm.isin(["mix", "ivd", "od", "wmrl"])]
+    base = runs[runs.arm.isin(regime.TABLE3)]
     try:
         tagged = [add_totals(load_runs(preset, results, seeds=seeds, tag=v.tag))
                   for v in (variants.std, *variants.first_fits, variants.ivd_warmup)]
     except FileNotFoundError:
         return f"No runs of its variants at preset `{preset}` yet: run `python -m wmrl.reproduce --only 11_method_regime`."
-    default, refit, group = run_settings(base, "method.od_min_pairs", "method.od_refit_every",
-                                         "train.group_size").iloc[0].astype(int)
+    r = regime.readout(base, [v.value for v in variants.first_fits])
     table = claims.evaluate_claims(pd.concat([base, *tagged]),
-                                   claims.method_regime(variants, default, regime.default_ivd_warmup(preset)))
-    pairs = load_table(base, "pairs")
-    from_step = regime.first_fit_step(load_table(base[base.arm == "od"], "steps"))
-    preq = regime.prequential_calibration(pairs, sorted({*(v.value for v in variants.first_fits), default}), refit)
-    spread = regime.spread_summary(regime.advantage_spread(pairs, group), from_step)
-    return table, claims.what_we_see(table) + findings.regime_findings(preq, spread, from_step)
+                                   claims.method_regime(variants, r.first_fit, regime.default_ivd_warmup(preset)))
+    return table, claims.what_we_see(table) + findings.regime_findings(r.preq, r.spread_runs, r.from_step)
 
 
 def _claims_rows(table: pd.DataFrame, notebook: str, figure: str) -> list[str]:
@@ -153,7 +148,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         lines += _claims_rows(table, notebook, figure)
         paragraphs[notebook] = (title, claims.what_we_see(table)
                                 + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
-    if runs is not None and {"mix", "ivd", "od", "wmrl"} <= set(runs.arm):
+    if runs is not None and set(regime.TABLE3) <= set(runs.arm):
         title = "the method in its regime: OD's first fit, the step size, IVD's warm-up"
         found = _method_regime(results, preset, seeds, runs)
         if isinstance(found, str):
