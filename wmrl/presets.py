@@ -80,7 +80,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         notebook={"SEEDS": [0], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 1.0], "THEORY_HORIZON": 600.0,
                   "THEORY_GAMMA": 2.0, "THEORY_STEPS": 120, "THEORY_MC_REPS": 300, "THEORY_BIAS_PAIRS": 512,
                   **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0, "FIDELITY_LLM_N": 2,
-                  "FIDELITY_PROFILE_PER_TASK": 1,
+                  "FIDELITY_PROFILE_PER_TASK": 1, "FIDELITY_PROFILE_TASKS": 2,
                   # 10_anchor_budget: 3 groups a step, so 5% -> 1 group (the default runs), 50% -> 2
                   "BUDGET_SHARES": [0.05, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"], "BUDGET_ACTIVE_SHARES": [0.05],
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0],
@@ -107,6 +107,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "THEORY_HORIZON": 2400.0, "THEORY_GAMMA": 2.0, "THEORY_STEPS": 1000, "THEORY_MC_REPS": 4000,
                   "THEORY_BIAS_PAIRS": 4096, **_NOTEBOOK_ARMS, "FIDELITY_N": 96, "FIDELITY_SEED": 0,
                   "FIDELITY_LLM_N": 6, "FIDELITY_PROFILE_PER_TASK": 8,
+                  "FIDELITY_PROFILE_TASKS": 0,
                   # 10_anchor_budget: of 8 groups, 5% and 12.5% -> 1 (the default runs), 25% -> 2, 50% -> 4
                   "BUDGET_SHARES": [0.05, 0.125, 0.25, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"],
                   "BUDGET_ACTIVE_SHARES": [0.125, 0.25],

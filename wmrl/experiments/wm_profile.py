@@ -183,19 +183,20 @@ def trained_policy(run_dir: str | Path, task_dim: int):
 
 
 def measure(pool, run_dir: str | Path, per_task: int = 8, untrained_n: int = 96, seed: int = MEASURE_SEED,
-            workers: int = 1, preset: str = "small") -> pd.DataFrame:
+            workers: int = 1, preset: str = "small", max_tasks: int | None = None) -> pd.DataFrame:
     """Both profiles on the trained and the untrained agent's scripts, training and held-out tasks.
 
     One row per (agent, tasks, profile) with :func:`fidelity_summary`'s numbers and the per-item
     ``rows``; a script that is also in the tuning set is flagged (``in_tuning_set``), and where
     there are any, the same numbers without them follow in a ``(not tuned on)`` row. The sandbox,
-    the turns and the world model's temperature are ``preset``'s (the run's).
+    the turns and the world model's temperature are ``preset``'s (the run's); ``max_tasks`` keeps the
+    first (smallest) tasks of each split only (None: all of them; a smoke test's size).
     """
     cfg = run_config("grpo", preset)
     sandbox = make_sandbox(cfg.sandbox)
     trained = trained_policy(run_dir, len(grammar.task_features(pool.train[0])))
     sets = {}
-    for split, tasks in (("train", pool.train), ("heldout", pool.heldout)):
+    for split, tasks in (("train", pool.train[:max_tasks]), ("heldout", pool.heldout[:max_tasks])):
         sets[("trained", split)] = policy_items(trained, tasks, per_task, cfg.train.max_turns, sandbox, seed, workers)
         items = sample_items(tasks, untrained_n if split == "train" else per_task * len(tasks), seed=0)
         sets[("untrained", split)] = items, sandbox.run_many(items, max_workers=workers), [t.name for t, _ in items]
