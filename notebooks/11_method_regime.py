@@ -230,9 +230,8 @@ ax.legend(handles=[Line2D([], [], ls="", marker="s", color=plots.arm_color("od")
                    Line2D([], [], ls="", marker="o", ms=4, color="k", mfc="white", label="one seed")], fontsize=8)
 
 ax = axes[1, 0]
-per_step = (spread[spread.arm.isin(["od", "wmrl"])].groupby(["arm", "seed", "step"])[["sd_raw", "sd_cal"]]
-            .apply(lambda d: np.sqrt((d.sd_cal ** 2).mean() / (d.sd_raw ** 2).mean()) if (d.sd_raw > 0).any()
-                   else np.nan).rename("factor").reset_index())
+per_step = regime.spread_summary(spread[spread.arm.isin(["od", "wmrl"])], 0, by=("arm", "seed", "step")).rename(
+    columns={"cal_over_raw": "factor"})
 for arm, ls in (("od", "-"), ("wmrl", "--")):  # one anchor group a step: the bands are wide, drawn within [0, 2]
     plots.mean_band(ax, per_step[per_step.arm == arm], "step", "factor", color=plots.arm_color(arm),
                     label=f"{arm} (mean)", marker="o", ls=ls, bounds=(0, 2))

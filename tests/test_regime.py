@@ -53,6 +53,9 @@ def test_the_calibration_table_pairs_each_schedule_with_the_identity_of_the_same
     preq = regime.prequential_calibration(pairs, [4, 8], refit_every=4)
     table = regime.calibration_table(preq)
     assert table.loc[regime.NEVER, "/ raw, whole run"].startswith("1.00 [1.00, 1.00]")
+    ratio = regime.relative_to_identity(preq).set_index(["arm", "seed", "first_fit"])
+    raw = preq[preq.first_fit == regime.NEVER].set_index("seed").mse
+    assert ratio.loc[("od", 1, 4), "mse"] == pytest.approx(preq.set_index(["seed", "first_fit"]).loc[(1, 4), "mse"] / raw[1])
     assert list(table.runs) == [3, 3, 3]
 
 
@@ -67,6 +70,8 @@ def test_the_spread_of_each_anchor_group_is_numpys_population_sd():
     summary = regime.spread_summary(spread, from_step=2)
     assert summary.groups.item() == 4
     assert summary.cal_over_raw.item() == pytest.approx(0.5)
+    per_step = regime.spread_summary(spread, from_step=0, by=("arm", "seed", "step"))
+    assert list(per_step.step) == [0, 1, 2, 3] and per_step.cal_over_raw.to_numpy() == pytest.approx([0.5] * 4)
 
 
 def test_a_step_that_is_not_whole_groups_is_refused():

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from wmrl.experiments import costs, paper
-from wmrl.experiments.regime import NEVER
+from wmrl.experiments.regime import NEVER, relative_to_identity
 from wmrl.experiments.stats import fmt_ci, mean_ci
 
 __all__ = ["compute_findings", "fidelity_dial_findings", "fidelity_findings", "plateau", "profile_findings",
@@ -200,15 +200,14 @@ def regime_findings(preq: pd.DataFrame, spread: pd.DataFrame, from_step: int) ->
     ``preq``: :func:`wmrl.experiments.regime.prequential_calibration`'s rows; ``spread``:
     :func:`wmrl.experiments.regime.spread_summary`'s, from step ``from_step`` on.
     """
-    never = preq[preq.first_fit == NEVER].set_index(["arm", "seed"])
+    ratio = relative_to_identity(preq)
     parts = []
-    for k, d in preq[preq.first_fit != NEVER].groupby("first_fit"):
-        d = d.set_index(["arm", "seed"])
-        m, lo, hi = mean_ci(d.mse / never.loc[d.index, "mse"])
-        late = fmt_ci(*mean_ci(d.mse_late / never.loc[d.index, "mse_late"]), 2)
+    for k, d in ratio[ratio.first_fit != NEVER].groupby("first_fit"):
+        m, lo, hi = mean_ci(d.mse)
+        late = fmt_ci(*mean_ci(d.mse_late), 2)
         parts.append(f"after {k} pairs, {fmt_ci(m, lo, hi, 2)} times the raw scores' over the whole run "
                      f"({_ratio_words(lo, hi, 'lower', 'higher')}; {late} in its second half)")
-    out = [f"Replayed on the anchor pairs of {len(never)} runs with both streams, the squared error of the "
+    out = [f"Replayed on the anchor pairs of {int((preq.first_fit == NEVER).sum())} runs with both streams, the squared error of the "
            "calibrated scores against the real rewards with Online Debiasing's first fit " + "; ".join(parts) + "."]
     by = spread.groupby("arm")
     if "od" in by.groups:

@@ -47,7 +47,8 @@ from wmrl.presets import run_config
 from wmrl.step import ivd_warmup_groups
 
 __all__ = ["NEVER", "TABLE3", "Readout", "Variants", "advantage_spread", "calibration_table", "default_ivd_warmup",
-           "first_fit_step", "ivd_active_share", "prequential_calibration", "readout", "spread_summary", "variants"]
+           "first_fit_step", "ivd_active_share", "prequential_calibration", "readout", "relative_to_identity",
+           "spread_summary", "variants"]
 
 #: The first fit that never comes within a run (``mix``, or a schedule past the run's pairs).
 NEVER = "never"
@@ -144,17 +145,24 @@ def prequential_calibration(pairs: pd.DataFrame, first_fits, refit_every: int) -
     return pd.DataFrame(rows)
 
 
+def relative_to_identity(preq: pd.DataFrame) -> pd.DataFrame:
+    """:func:`prequential_calibration`'s errors over the identity's of the same run (< 1: the map helps):
+    one row per (arm, seed, first_fit), ``mse`` and ``mse_late`` as ratios (the identity's rows are 1)."""
+    never = preq[preq.first_fit == NEVER].set_index(["arm", "seed"])[["mse", "mse_late"]]
+    d = preq.set_index(["arm", "seed"])
+    return (d[["mse", "mse_late"]] / never.loc[d.index].to_numpy()).assign(first_fit=d.first_fit).reset_index()
+
+
 def calibration_table(preq: pd.DataFrame) -> pd.DataFrame:
     """:func:`prequential_calibration` by first fit: the mean squared error over runs, and its ratio to the
-    identity's paired by run (< 1: the map helps), each with a 95% interval over runs."""
-    never = preq[preq.first_fit == NEVER].set_index(["arm", "seed"])
+    identity's paired by run (:func:`relative_to_identity`), each with a 95% interval over runs."""
+    ratio = relative_to_identity(preq)
     rows = []
     for k, d in preq.groupby("first_fit", sort=False):
-        d = d.set_index(["arm", "seed"])
         row = {"first fit (pairs)": k, "runs": len(d)}
         for col, what in (("mse", "whole run"), ("mse_late", "second half")):
             row[f"MSE, {what}"] = fmt_ci(*mean_ci(d[col]), digits=4)
-            row[f"/ raw, {what}"] = fmt_ci(*mean_ci(d[col] / never.loc[d.index, col]), digits=2)
+            row[f"/ raw, {what}"] = fmt_ci(*mean_ci(ratio[ratio.first_fit == k][col]), digits=2)
         rows.append(row)
     return pd.DataFrame(rows).set_index("first fit (pairs)")
 
@@ -181,8 +189,9 @@ def advantage_spread(pairs: pd.DataFrame, group_size: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def spread_summary(spread: pd.DataFrame, from_step: int) -> pd.DataFrame:
-    """Per run, from ``from_step`` on: the RMS advantage SD of each score and two ratios.
+def spread_summary(spread: pd.DataFrame, from_step: int, by=("arm", "seed")) -> pd.DataFrame:
+    """Per run (or per ``by``, e.g. adding ``"step"``), from ``from_step`` on: the RMS advantage SD of
+    each score and two ratios.
 
     ``cal_over_raw`` = RMS(sd_cal) / RMS(sd_raw): OD's factor on a world-model group's gradient
     (1 without OD); ``trained_over_real`` = RMS(sd of the rewards the world-model groups train on:
@@ -193,9 +202,9 @@ def spread_summary(spread: pd.DataFrame, from_step: int) -> pd.DataFrame:
         return float(np.sqrt(np.mean(np.square(x))))
 
     rows = []
-    for (arm, seed), d in spread[spread.step >= from_step].groupby(["arm", "seed"], sort=False):
+    for key, d in spread[spread.step >= from_step].groupby(list(by), sort=False):
         raw, cal, real = rms(d.sd_raw), rms(d.sd_cal), rms(d.sd_real)
-        rows.append({"arm": arm, "seed": seed, "groups": len(d), "rms_sd_raw": raw, "rms_sd_cal": cal,
+        rows.append({**dict(zip(by, key)), "groups": len(d), "rms_sd_raw": raw, "rms_sd_cal": cal,
                      "rms_sd_real": real, "cal_over_raw": cal / raw if raw > 0 else np.nan,
                      "trained_over_real": cal / real if real > 0 else np.nan})
     return pd.DataFrame(rows)
