@@ -17,6 +17,7 @@ import pytest
 
 from wmrl.provenance import REPO
 from wmrl.sandbox import ExecutionResult, Limits, Sandbox, SandboxError, library_versions, local
+from wmrl.sandbox.runner import check_interpreter_seen
 from wmrl.sandbox.toy import SECRET, cpu_burner, forking_burner, sandbox_processes, toy_grade, toy_solution
 from wmrl.sandbox.view import OS_FOLDERS, interpreter_folders, solution_view
 
@@ -251,3 +252,32 @@ def test_a_script_run_by_an_interpreter_reached_through_a_link_imports_what_the_
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:2] == ["True no_submission the script wrote no file at $SUBMISSION_PATH",
                                          "False no_submission the script wrote no file at $SUBMISSION_PATH"], out.stdout
+
+
+def _failed_import(module: str) -> ExecutionResult:
+    return ExecutionResult("runtime_error", "ModuleNotFoundError", 1,
+                           reason=f"ModuleNotFoundError: No module named '{module}'")
+
+
+def test_a_batch_whose_every_solution_misses_a_module_the_host_has_is_the_sandboxs_fault():
+    with pytest.raises(SandboxError, match=r"all 3 solutions.*narwhals\._interchange at /.*interpreter_folders"):
+        check_interpreter_seen([_failed_import("narwhals._interchange")] * 2 + [_failed_import("sklearn.cluster")])
+
+
+@pytest.mark.parametrize("results", [
+    [_failed_import("narwhals._interchange")],  # one solution may hide a module from itself
+    [_failed_import("narwhals._interchange"), ExecutionResult("ok")],  # not every solution
+    [_failed_import("narwhals._interchange"), _failed_import("no_such_module_wmrl")],  # the host lacks one too
+    [ExecutionResult("runtime_error", "ImportError", 1, reason="ImportError: cannot import name 'x' from 'sklearn'")],
+], ids=["one", "not-all", "host-lacks-it", "another-import-error"])
+def test_what_the_agents_own_imports_explain_is_left_to_the_reward(results):
+    check_interpreter_seen(results)
+
+
+def test_run_many_stops_a_batch_that_cannot_see_the_interpreters_modules_and_names_them(toy, runs_dir, warm):
+    sandbox = Sandbox(timeout_s=10, grader=toy_grade, warm=warm, base_dir=runs_dir)
+    hides = "import sys\nsys.path.clear()\nimport statsmodels.api\n"  # what a broken view does to every script
+    with pytest.raises(SandboxError, match="statsmodels at "):
+        sandbox.run_many([(toy, hides)] * 2, max_workers=2)
+    lacks = sandbox.run_many([(toy, "import no_such_module_wmrl\n")] * 2, max_workers=2)
+    assert [r.status for r in lacks] == ["runtime_error"] * 2  # the agents' own imports: a reward, not an error

@@ -7,7 +7,9 @@ What a world model must know about the sandbox it predicts (budget, start-up, li
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from .local import Limits, LocalBackend, RunDir
 from .result import ExecutionResult, classify, timeout_limit
+from .view import SandboxError
 from .warm import PRELOAD
 
 __all__ = ["LIBRARIES", "Sandbox", "SandboxFacts", "library_versions"]
@@ -155,4 +158,39 @@ class Sandbox:
             return run_many_ray(self, jobs, max_workers)
         workers = max(1, min(max_workers or os.cpu_count() or 1, len(jobs) or 1))
         with ThreadPoolExecutor(workers, thread_name_prefix="wmrl-sandbox") as pool:
-            return list(pool.map(lambda job: self.run(*job), jobs))
+            results = list(pool.map(lambda job: self.run(*job), jobs))
+        if self.backend == "local":
+            check_interpreter_seen(results)
+        return results
+
+
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+
+
+def check_interpreter_seen(results: list[ExecutionResult], at_least: int = 2) -> None:
+    """Raise :class:`SandboxError` when every one of ``results`` (``at_least`` of them) failed to import a
+    module that this very interpreter has: the sandbox then does not show the interpreter's folders.
+
+    The local backend's solutions run on the host's interpreter, so a module the host finds and every
+    solution misses is the sandbox's fault, not the agents'. Left unnoticed it turns every reward into
+    the failure rung and every held-out score into 0 with no word of why (a linked venv did exactly
+    that for a whole campaign; see ``view.interpreter_folders``). A single such failure is left alone:
+    a solution may hide a module from itself (``sys.path.clear()``), but not every solution of a batch.
+    """
+    missing = [m.group(1) for r in results if r.status == "runtime_error" and (m := _MISSING.search(r.reason))]
+    if len(results) < at_least or len(missing) < len(results):
+        return
+    found = {}
+    for name in sorted(set(missing)):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:  # the host lacks it too: the agents' imports, not the sandbox
+            return
+        found[name] = spec.origin
+    where = "; ".join(f"{name} at {origin}" for name, origin in found.items())
+    raise SandboxError(f"all {len(results)} solutions of a batch failed with ModuleNotFoundError for modules this "
+                       f"interpreter ({sys.executable}) imports: {where}. The sandbox does not show the interpreter's "
+                       "folders, so every reward would be wrong; check that the interpreter's prefix and site-packages "
+                       "(and any link to them) are readable inside the sandbox (wmrl.sandbox.view.interpreter_folders)")

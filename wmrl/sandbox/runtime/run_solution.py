@@ -167,7 +167,7 @@ def _child(spec, out_w, err_w, report_w):
     main = type(sys)("__main__")
     main.__file__, main.__builtins__ = path, builtins  # the module, as in a script's __main__
     sys.modules["__main__"] = main
-    report = {}
+    report, search_path = {}, list(sys.path)
     try:
         with open(path, "rb") as fh:
             source = fh.read()
@@ -188,12 +188,16 @@ def _child(spec, out_w, err_w, report_w):
             frame = frame.tb_next
         if isinstance(exc, SyntaxError) and exc.filename == path:
             line = exc.lineno
-        import traceback  # only on failure: its imports cost start-up time
-
-        traceback.print_exception(type(exc), exc, tb)
         report = {"error_type": type(exc).__name__, "error_line": line, "message": str(exc)[:500],
                   "oom": isinstance(exc, MemoryError)}
         code = 1
+        try:  # the report above stands even if the solution broke what printing the traceback needs
+            sys.path = search_path  # it may have emptied sys.path, and traceback is imported only now
+            import traceback  # only on failure: its imports cost start-up time
+
+            traceback.print_exception(type(exc), exc, tb)
+        except BaseException:  # noqa: BLE001, S110
+            pass
     try:
         sys.stdout.flush(), sys.stderr.flush()
     except BaseException:  # noqa: BLE001, S110 - the solution may have broken its own streams
