@@ -21,18 +21,24 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 ## The small-scale reproduction from scratch, in two campaigns of at most 2 hours each on 2 cores
-## (wmrl/reproduce.py's CAMPAIGNS). `make reproduce`: the paper's experiments (notebooks 00-06), every
-## default run of the `small` preset retrained (the committed ones are in git), every notebook trained
-## and replayed. `make reproduce-beyond`, after it: notebooks 07 on, whose tagged runs (arm~tag) it
-## retrains and which read the paper campaign's default runs as references.
+## (wmrl/reproduce.py's CAMPAIGNS). `make reproduce`: the paper's experiments and the method in its
+## regime (notebooks 00-06 and 11), every run of the `small` preset retrained (the committed ones are
+## in git) except the beyond campaign's, every notebook trained and replayed. `make reproduce-beyond`,
+## after it: notebooks 07-10 (and new ablations), whose tagged runs it retrains and which read the
+## paper campaign's default runs as references.
 SMALL := results/train/small
+# Which run folders each campaign retrains: the paper campaign's are the default runs and notebook 11's
+# tags; every other tagged run (notebooks 08 and 10, new ablations) is the beyond campaign's.
+PAPER_TAGS := -name '*~std' -o -name '*~first_fit-*' -o -name '*~warmup_*'
+PAPER_RUNS := ! -name '*~*' -o $(PAPER_TAGS)
+BEYOND_RUNS := -name '*~*' ! \( $(PAPER_TAGS) \)
 reproduce: $(VENV)/.installed
 	rm -rf results/fidelity/small results/vla/small results/vla/.work results/runs
-	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 ! -name '*~*' -exec rm -rf {} +
+	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(PAPER_RUNS) \) -exec rm -rf {} +
 	$(PY) -m wmrl.reproduce --campaign paper
 
 reproduce-beyond: $(VENV)/.installed
-	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 -name '*~*' -exec rm -rf {} +
+	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(BEYOND_RUNS) \) -exec rm -rf {} +
 	$(PY) -m wmrl.reproduce --campaign beyond
 
 ## Continue an interrupted campaign (CAMPAIGN=paper, the default, or beyond): finished runs are kept,
@@ -50,7 +56,7 @@ reproduce-quick: $(VENV)/.installed
 	$(PY) -m wmrl.reproduce --campaign paper --seeds 0
 
 reproduce-beyond-quick: $(VENV)/.installed
-	test ! -d $(QUICK)/results/$(SMALL:results/%=%) || find $(QUICK)/results/$(SMALL:results/%=%) -mindepth 1 -maxdepth 1 -name '*~*' -exec rm -rf {} +
+	test ! -d $(QUICK)/$(SMALL) || find $(QUICK)/$(SMALL) -mindepth 1 -maxdepth 1 \( $(BEYOND_RUNS) \) -exec rm -rf {} +
 	$(PY) -m wmrl.reproduce --campaign beyond --seeds 0
 
 ## Unit tests, notebook checks (nbval) and smoke runs of every notebook, over TEST_WORKERS processes

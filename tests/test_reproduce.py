@@ -63,8 +63,9 @@ def test_the_two_campaigns_split_the_notebooks_by_number_and_together_cover_them
     paper, _ = reproduce.discover(campaign="paper")
     beyond, _ = reproduce.discover(campaign="beyond")
     every, _ = reproduce.discover()
-    assert paper == [n for n in every if int(n[:2]) <= 6] and "06_vla" in paper and "00_theory" in paper
-    assert beyond == [n for n in every if int(n[:2]) >= 7] and "10_anchor_budget" in beyond
+    assert paper == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
+    assert {"00_theory", "06_vla", "11_method_regime"} <= set(paper)
+    assert beyond == [n for n in every if 7 <= int(n[:2]) <= 10] and {"08_fidelity_dial", "10_anchor_budget"} <= set(beyond)
     assert sorted(paper + beyond) == every
     assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
     assert reproduce.main(["--campaign", "beyond", "--replay-only"]) == 0
@@ -75,3 +76,25 @@ def test_a_campaign_and_a_list_of_notebooks_are_refused_together(calls, capsys):
     with pytest.raises(SystemExit):
         reproduce.main(["--campaign", "paper", "--only", "00_theory"])
     assert "not allowed with" in capsys.readouterr().err and calls == []
+
+
+def test_the_makefiles_paper_tags_are_notebook_11s_and_no_beyond_notebooks():
+    """`make reproduce` deletes the default runs and the run folders PAPER_TAGS matches, `make reproduce-beyond`
+    every other tagged folder: the patterns must match notebook 11's tags and none of notebooks 08 and 10's."""
+    import fnmatch
+    import re
+
+    from wmrl.experiments import anchor_budget, regime
+    from wmrl.experiments.fidelity_dial import oracle_tag, profile_tag
+    from wmrl.presets import notebook_params
+
+    line = next(x for x in (reproduce.REPO / "Makefile").read_text().splitlines() if x.startswith("PAPER_TAGS :="))
+    patterns = re.findall(r"-name '([^']+)'", line)
+    p = notebook_params("small")
+    v = regime.variants("small", p["REGIME_FIRST_FITS"], p["REGIME_IVD_WARMUP"])
+    paper = [f"{arm}~{x.tag}" for x in (v.std, *v.first_fits, v.ivd_warmup) for arm in regime.TABLE3]
+    plan = anchor_budget.budget_plan("small", p["BUDGET_ARMS"], p["BUDGET_SHARES"], p["BUDGET_ACTIVE_SHARES"])
+    beyond = [r.label for r in plan if r.tag] + [f"wmrl~{oracle_tag(s)}" for s in p["FIDELITY_LEVELS"]]
+    beyond += [f"wmrl~{profile_tag('pessimistic')}"]
+    assert all(any(fnmatch.fnmatch(label, pat) for pat in patterns) for label in paper), (paper, patterns)
+    assert not any(fnmatch.fnmatch(label, pat) for label in beyond for pat in patterns), (beyond, patterns)

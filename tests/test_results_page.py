@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import nbformat
+import pytest
 
 from wmrl.experiments import claims, regime, results_page
 from wmrl.experiments.collect import load_runs
@@ -62,3 +66,18 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
     assert text.startswith("Of the 3 claims tested on 3 seeds, 1 is reproduced (C0), 1 fails (C3) and 1 is "
                            "inconclusive (C1); after Holm's correction within each notebook: 0 reproduced, 0 fail, 3")
     assert "paired differences of 4.0 to 12.5 points" in text  # the ratio claim's factor is not a difference in points
+
+
+@pytest.mark.parametrize("notebook", ["08_fidelity_dial", "10_anchor_budget", "11_method_regime"])
+def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_says(notebook):
+    """The page re-derives each beyond notebook's claims from results/ through the notebook's own calls:
+    every claim sentence of the committed notebook's last "what we see" output is on the page."""
+    cells = nbformat.read(RESULTS.parent / "notebooks" / f"{notebook}.ipynb", as_version=4).cells
+    heading = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## What we see"))
+    cell = next(c for c in cells[heading:] if c.cell_type == "code")
+    said = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream").splitlines()
+    claim_lines = [line for line in said if re.match(r"^[A-Z][\w'-]* \(", line) or line.startswith("Of ")]
+    assert claim_lines, f"{notebook}'s what-we-see cell printed no claim sentences"
+    page = (RESULTS.parent / "RESULTS.md").read_text()
+    for line in claim_lines:
+        assert line in page, line

@@ -14,15 +14,16 @@ Then ``RESULTS.md`` is rewritten from ``results/`` (:mod:`wmrl.experiments.resul
 claim of the paper with ours beside it, and what each notebook shows, in the replayed preset.
 
 The committed results come from two campaigns (:data:`CAMPAIGNS`), each sized to the 2-hour budget
-on 2 cores: ``paper``, the paper's experiments (notebooks 00-06, ``make reproduce``), and ``beyond``,
-the experiments the paper does not run (notebooks 08 on, ``make reproduce-beyond``), which reuse
-the paper campaign's default runs as their references, so it runs second.
+on 2 cores: ``paper``, the paper's experiments and the method in its regime (notebooks 00-06 and
+11, ``make reproduce``), and ``beyond``, what the paper does not measure (notebooks 07-10 and any
+new ablation, ``make reproduce-beyond``), which reuses the paper campaign's default runs as its
+references, so it runs second.
 
 Notebooks that do not exist yet are skipped; a failing notebook is named with its failing cell,
 the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
-    python -m wmrl.reproduce --campaign paper     # make reproduce: notebooks 00-06
+    python -m wmrl.reproduce --campaign paper     # make reproduce: notebooks 00-06 and 11
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
@@ -50,13 +51,14 @@ RESULTS_PAGE = REPO / "RESULTS.md"
 REPLAY_PRESET = "small"  # the preset the committed notebooks replay (their parameters cell's default)
 # What each campaign is; a notebook's number decides which it belongs to (campaign_of), so an
 # ablation notebook made from the template joins "beyond" without being listed anywhere.
-CAMPAIGNS = {"paper": "the paper's experiments, notebooks 00-06",
-             "beyond": "beyond the paper, notebooks 07 and later (they reuse the paper campaign's default runs)"}
-PAPER_NOTEBOOKS = range(7)  # 00_theory ... 06_vla
+CAMPAIGNS = {"paper": "the paper's experiments and the method in its regime, notebooks 00-06 and 11",
+             "beyond": "what the paper does not measure, notebooks 07-10 and new ablations (they reuse the paper "
+                       "campaign's default runs)"}
+PAPER_NOTEBOOKS = (*range(7), 11)  # 00_theory ... 06_vla, 11_method_regime (issue 13's campaign)
 
 
 def campaign_of(name: str) -> str:
-    """``"paper"`` for notebooks 00-06, ``"beyond"`` for the others (``NN_name``)."""
+    """``"paper"`` for notebooks 00-06 and 11, ``"beyond"`` for the others (``NN_name``)."""
     return "paper" if int(name[:2]) in PAPER_NOTEBOOKS else "beyond"
 
 

@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from wmrl.experiments import anchor_budget as budget
 from wmrl.experiments import claims, findings, noise, regime
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
+from wmrl.experiments.curves import learning_curves
+from wmrl.experiments.fidelity_dial import dial_claims, oracle_tag
 from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
 from wmrl.vla.results import history_table, runs_table
@@ -44,7 +47,7 @@ def in_short(tables: list[pd.DataFrame], seeds) -> str:
     t = pd.concat(tables)
     ids = {v: ", ".join(t.index[t.verdict == v]) for v in ("reproduced", "fails", "inconclusive")}
     n, holm = t.verdict.value_counts(), t.verdict_holm.value_counts()
-    points = t[t.unit != "x"].mdd.dropna()
+    points = t[t.unit == "points"].mdd.dropna()  # not ratios, nor claims on another scale (a residual)
     r, f, i = (n.get(v, 0) for v in ids)
     text = (f"Of the {len(t)} claims tested on {len(seeds)} seeds, {r} {_be(r)} reproduced "
             f"({ids['reproduced'] or 'none'}), {f} {'fails' if f == 1 else 'fail'} "
@@ -83,21 +86,60 @@ def _vla_results(results: Path, preset: str, seeds) -> list[dict] | str:
         return str(e)
 
 
+def _tagged_runs(results: Path, preset: str, seeds, tags) -> list[pd.DataFrame] | None:
+    """The runs of each tag (every arm's that carries it, with compute totals), or None when any tag has none yet."""
+    try:
+        return [add_totals(load_runs(preset, results, seeds=seeds, tag=t)) for t in dict.fromkeys(tags)]
+    except FileNotFoundError:
+        return None
+
+
 def _method_regime(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
     """Notebook 11's claims table and sentences, from the default Table 3 rows and its tagged runs
     (the notebook's own calls); a message when its variants' runs are not all there."""
     params = notebook_params(preset)
     variants = regime.variants(preset, params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"])
     base = runs[runs.arm.isin(regime.TABLE3)]
-    try:
-        tagged = [add_totals(load_runs(preset, results, seeds=seeds, tag=v.tag))
-                  for v in (variants.std, *variants.first_fits, variants.ivd_warmup)]
-    except FileNotFoundError:
+    tagged = _tagged_runs(results, preset, seeds, [v.tag for v in (variants.std, *variants.first_fits,
+                                                                     variants.ivd_warmup)])
+    if tagged is None:
         return f"No runs of its variants at preset `{preset}` yet: run `python -m wmrl.reproduce --only 11_method_regime`."
     r = regime.readout(base, [v.value for v in variants.first_fits])
     table = claims.evaluate_claims(pd.concat([base, *tagged]),
                                    claims.method_regime(variants, r.first_fit, regime.default_ivd_warmup(preset)))
     return table, claims.what_we_see(table) + findings.regime_findings(r.preq, r.spread_runs, r.from_step)
+
+
+def _fidelity_dial(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
+    """Notebook 08's claims table and its sentences on it (the notebook's own calls; the break-even and
+    the world models' marks are in the notebook); a message when its levels' runs are not all there."""
+    params = notebook_params(preset)
+    levels = sorted(float(v) for v in params["FIDELITY_LEVELS"])
+    tags = [oracle_tag(v, params["FIDELITY_DISTORTION"]) for v in levels]
+    tagged = _tagged_runs(results, preset, seeds, tags)
+    if tagged is None:
+        return f"No runs of its levels at preset `{preset}` yet: run `python -m wmrl.reproduce --only 08_fidelity_dial`."
+    frame = pd.concat([runs[runs.arm.isin(params["FIDELITY_BANDS"])], *tagged], ignore_index=True)
+    chosen = [c for c in dial_claims(tags[0], tags[-1], params["FIDELITY_ARMS"]) if {c.a, c.b} <= set(frame.arm)]
+    table = claims.evaluate_claims(frame, chosen)
+    return table, claims.what_we_see(table)
+
+
+def _anchor_budget(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
+    """Notebook 10's claims table and sentences (the notebook's own calls); a message when its shares'
+    runs are not all there."""
+    params = notebook_params(preset)
+    plan = budget.budget_plan(preset, params["BUDGET_ARMS"], params["BUDGET_SHARES"], params["BUDGET_ACTIVE_SHARES"])
+    tagged = _tagged_runs(results, preset, seeds, [r.tag for r in plan if r.tag is not None])
+    if tagged is None:
+        return f"No runs of its shares at preset `{preset}` yet: run `python -m wmrl.reproduce --only 10_anchor_budget`."
+    default = [budget.REFERENCE] + [r.arm for r in plan if r.tag is None]
+    frame = pd.concat([runs[runs.arm.isin(default)], *tagged], ignore_index=True)
+    frame["anchor_residual"] = budget.anchor_residuals(frame)
+    curves = learning_curves(pd.concat([frame, runs[runs.arm == "untrained"]]))
+    best = budget.minimising_share(budget.compute_at_grpo_score(curves, [r.label for r in plan]))
+    table = claims.evaluate_claims(frame, budget.budget_claims(plan))
+    return table, budget.budget_findings(plan, best, frame) + claims.what_we_see(table)
 
 
 def _claims_rows(table: pd.DataFrame, notebook: str, figure: str) -> list[str]:
@@ -148,15 +190,24 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         lines += _claims_rows(table, notebook, figure)
         paragraphs[notebook] = (title, claims.what_we_see(table)
                                 + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
-    if runs is not None and set(regime.TABLE3) <= set(runs.arm):
-        title = "the method in its regime: OD's first fit, the step size, IVD's warm-up"
-        found = _method_regime(results, preset, seeds, runs)
+    beyond = (  # the beyond campaign's notebooks: (name, title, the arms of the default runs it reads, its readout)
+        ("08_fidelity_dial", "the fidelity dial: how good must the world model be", {"grpo", "anchor_only"},
+         _fidelity_dial),
+        ("10_anchor_budget", "the anchor budget: how many anchors, and which", {budget.REFERENCE, "untrained", "wmrl",
+                                                                             "anchor_only"}, _anchor_budget),
+        ("11_method_regime", "the method in its regime: OD's first fit, the step size, IVD's warm-up",
+         set(regime.TABLE3), _method_regime),
+    )
+    for notebook, title, needs, readout in beyond:
+        if runs is None or not needs <= set(runs.arm):
+            continue
+        found = readout(results, preset, seeds, runs)
         if isinstance(found, str):
-            paragraphs["11_method_regime"] = (title, [found])
+            paragraphs[notebook] = (title, [found])
         else:
             tables.append(found[0])
-            lines += _claims_rows(found[0], "11_method_regime", "11_method_regime.png")
-            paragraphs["11_method_regime"] = (title, found[1])
+            lines += _claims_rows(found[0], notebook, f"{notebook}.png")
+            paragraphs[notebook] = (title, found[1])
     theory = results / "theory"
     if (theory / "thm3_curves.parquet").is_file():
         paragraphs["00_theory"] = ("Theorems 3-4, Lemma 12, Assumption 6 on a synthetic problem",
