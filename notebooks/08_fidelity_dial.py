@@ -50,12 +50,13 @@
 #
 # **What the `small` preset trains, and why so little.** An oracle run must execute every script to
 # know its truth, so it costs about what a `grpo` run does (section 6 gives the count). To keep the
-# `beyond` campaign (notebooks 08-11, `make reproduce-beyond`) inside its 2 hours, the `small`
+# `beyond` campaign (notebooks 07-10, `make reproduce-beyond`) inside its 2 hours, the `small`
 # preset trains `wmrl` alone at three noise levels (0, 0.2, 1.0) on 3 seeds, and marks only the
 # `paper` profile (notebook 05, section 5, compares the two profiles on a trained agent). The claims
 # that need the pure world model (D1, D3) are then not tested; the smoke preset trains `wm` too, so
 # their code runs. A wider dial is one parameter away: `-y 'FIDELITY_ARMS: [wm, mix, od, wmrl]'`,
-# `-y 'FIDELITY_LEVELS: [0.0, 0.08, 0.2, 0.4, 1.0]'` (60 runs, about 4 hours on 2 cores).
+# `-y 'FIDELITY_LEVELS: [0.0, 0.08, 0.2, 0.4, 1.0]'` (60 runs; at the 4.3 minutes a run these took, about 4 hours
+# on 2 cores).
 #
 # This notebook started as `python -m wmrl.experiments new-ablation fidelity_dial --base-arm wmrl
 # --set world_model.kind=oracle --sweep world_model.oracle_noise=0.0,0.08,0.2,0.4,1.0` (the
