@@ -85,19 +85,15 @@ import pandas as pd
 from wmrl.anchor import AnchorScheduler
 from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
-from wmrl.experiments.curves import learning_curves
 
 plots.use_style()
 frames = [load_arm_runs(cfg, [budget.REFERENCE, "untrained"])]
 frames += [load_arm_runs(cfg, [r.arm], tag=r.tag, overrides=r.overrides) for r in PLAN if r.tag is not None]
 frames += [load_arm_runs(cfg, [r.arm]) for r in PLAN if r.tag is None and r.arm != budget.REFERENCE]
-runs = pd.concat(frames, ignore_index=True).drop_duplicates(["arm", "seed"]).reset_index(drop=True)
-untrained = runs[runs.arm == "untrained"]
-runs = runs[runs.arm != "untrained"].reset_index(drop=True)
-runs["anchor_residual"] = budget.anchor_residuals(runs)
+R = budget.readout(pd.concat(frames, ignore_index=True).drop_duplicates(["arm", "seed"]), PLAN)
+runs, untrained = R.runs, R.untrained
 LABELS = [r.label for r in PLAN]
-curves = learning_curves(pd.concat([runs, untrained])).assign(compute_min=lambda d: d.compute_s / 60)
-print(f"{len(runs)} runs of {runs.arm.nunique()} arms/shares; evaluation steps: {sorted(curves.step.unique())}")
+print(f"{len(runs)} runs of {runs.arm.nunique()} arms/shares; evaluation steps: {sorted(R.curves.step.unique())}")
 
 # %% [markdown]
 # ## 1. The shares, as realised
@@ -153,8 +149,7 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 # seeds that reach it; a hollow marker at a run's whole compute marks a seed that never got there.
 
 # %%
-reach = budget.compute_at_grpo_score(curves, LABELS)
-best = budget.minimising_share(reach)
+reach, best = R.reach, R.best
 fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
 budget.pareto_panel(axes[0], runs, PLAN, untrained_level=untrained.avg.mean() * 100)
 budget.reach_panel(axes[1], reach, runs, PLAN)
@@ -211,10 +206,8 @@ for r in (r for r in PLAN if r.selection == "active"):
 # seeds could detect (80% power) and the verdict before and after Holm's correction over this table.
 
 # %% tags=["nbval-check-output"]
-CLAIMS = budget.budget_claims(PLAN)
-claim_table = claims.evaluate_claims(runs, CLAIMS)
 with pd.option_context("display.width", 250, "display.max_colwidth", 80):
-    print(claims.claims_display(claim_table).to_string())
+    print(claims.claims_display(R.claims).to_string())
 
 # %% [markdown]
 # ## What we see
@@ -222,7 +215,7 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 80):
 # Computed from the tables above (`claims.what_we_see`, `anchor_budget.budget_findings`).
 
 # %% tags=["nbval-check-output"]
-print("\n".join(budget.budget_findings(PLAN, best, runs) + claims.what_we_see(claim_table)))
+print("\n".join(R.sentences))
 
 # %% [markdown]
 # Where the runs come from (git commit, date; folders relative to `RESULTS_DIR`):

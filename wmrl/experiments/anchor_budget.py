@@ -14,6 +14,7 @@ the anchors uniformly. This module turns the notebook's questions into runs and 
   which share needs least, with the set of shares the seeds cannot tell from it.
 - :func:`budget_claims`: the notebook's seed-paired claims, and :func:`budget_findings` its
   sentences.
+- :func:`readout`: all of the above from the sweep's runs, once, for the notebook and RESULTS.md.
 """
 
 from __future__ import annotations
@@ -27,16 +28,17 @@ from matplotlib.ticker import NullFormatter
 
 from wmrl.anchor import AnchorScheduler
 from wmrl.config import ConfigError
-from wmrl.experiments.claims import Claim
+from wmrl.experiments.claims import Claim, evaluate_claims, what_we_see
 from wmrl.experiments.collect import load_table
-from wmrl.experiments.curves import compute_to_reach
+from wmrl.experiments.curves import compute_to_reach, learning_curves
 from wmrl.experiments.plots import CI_LABEL, CI_LOG_LABEL, arm_color
 from wmrl.experiments.stats import fmt_ci, mean_ci
 from wmrl.presets import run_config
 from wmrl.runs import run_label
 
-__all__ = ["REFERENCE", "BudgetRun", "anchor_residuals", "budget_claims", "budget_findings", "budget_plan",
-           "budget_table", "compute_at_grpo_score", "minimising_share", "pareto_panel", "reach_panel"]
+__all__ = ["REFERENCE", "BudgetReadout", "BudgetRun", "anchor_residuals", "budget_claims", "budget_findings",
+           "budget_plan", "budget_table", "compute_at_grpo_score", "minimising_share", "pareto_panel", "reach_panel",
+           "readout"]
 
 REFERENCE = "grpo"  # every group executed: the 100% end of the sweep
 MARKERS = {"random": "o", "active": "*", "every group": "s"}  # one marker per selection rule
@@ -240,6 +242,33 @@ def budget_findings(plan: list[BudgetRun], best: dict, runs: pd.DataFrame) -> li
                    "(95% intervals of the paired compute ratio include 1)"
                    + (f"; never reached GRPO's score: {missed}" if missed else "") + ".")
     return out
+
+
+@dataclass
+class BudgetReadout:
+    """What notebook 10 and RESULTS.md read off the sweep's runs (:func:`readout`)."""
+
+    runs: pd.DataFrame  # the plan's runs and grpo's, with ``anchor_residual``
+    untrained: pd.DataFrame  # the untrained policy's runs (the learning curves' step 0)
+    curves: pd.DataFrame  # learning curves against charged compute
+    reach: pd.DataFrame  # compute_at_grpo_score
+    best: dict  # minimising_share
+    claims: pd.DataFrame  # budget_claims, evaluated
+    sentences: list[str]  # budget_findings, then what_we_see of the claims
+
+
+def readout(runs: pd.DataFrame, plan: list[BudgetRun]) -> BudgetReadout:
+    """The sweep read once: ``runs`` holds the plan's runs, grpo's and the untrained policy's (one row
+    per arm label and seed, with compute totals)."""
+    untrained = runs[runs.arm == "untrained"]
+    runs = runs[runs.arm != "untrained"].reset_index(drop=True)
+    runs["anchor_residual"] = anchor_residuals(runs)
+    curves = learning_curves(pd.concat([runs, untrained]))
+    reach = compute_at_grpo_score(curves, [r.label for r in plan])
+    best = minimising_share(reach)
+    table = evaluate_claims(runs, budget_claims(plan))
+    return BudgetReadout(runs, untrained, curves, reach, best, table,
+                         budget_findings(plan, best, runs) + what_we_see(table))
 
 
 def _color(run: BudgetRun | None) -> str:

@@ -17,7 +17,6 @@ from wmrl.experiments import anchor_budget as budget
 from wmrl.experiments import claims, findings, noise, regime
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
-from wmrl.experiments.curves import learning_curves
 from wmrl.experiments.fidelity_dial import dial_claims, oracle_tag
 from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
@@ -133,13 +132,9 @@ def _anchor_budget(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tup
     tagged = _tagged_runs(results, preset, seeds, [r.tag for r in plan if r.tag is not None])
     if tagged is None:
         return f"No runs of its shares at preset `{preset}` yet: run `python -m wmrl.reproduce --only 10_anchor_budget`."
-    default = [budget.REFERENCE] + [r.arm for r in plan if r.tag is None]
-    frame = pd.concat([runs[runs.arm.isin(default)], *tagged], ignore_index=True)
-    frame["anchor_residual"] = budget.anchor_residuals(frame)
-    curves = learning_curves(pd.concat([frame, runs[runs.arm == "untrained"]]))
-    best = budget.minimising_share(budget.compute_at_grpo_score(curves, [r.label for r in plan]))
-    table = claims.evaluate_claims(frame, budget.budget_claims(plan))
-    return table, budget.budget_findings(plan, best, frame) + claims.what_we_see(table)
+    default = [budget.REFERENCE, "untrained"] + [r.arm for r in plan if r.tag is None]
+    r = budget.readout(pd.concat([runs[runs.arm.isin(default)], *tagged], ignore_index=True), plan)
+    return r.claims, r.sentences
 
 
 def _claims_rows(table: pd.DataFrame, notebook: str, figure: str) -> list[str]:
@@ -190,7 +185,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         lines += _claims_rows(table, notebook, figure)
         paragraphs[notebook] = (title, claims.what_we_see(table)
                                 + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
-    beyond = (  # the beyond campaign's notebooks: (name, title, the arms of the default runs it reads, its readout)
+    tagged_notebooks = (  # notebooks whose claims need tagged runs: (name, title, default runs read, readout)
         ("08_fidelity_dial", "the fidelity dial: how good must the world model be", {"grpo", "anchor_only"},
          _fidelity_dial),
         ("10_anchor_budget", "the anchor budget: how many anchors, and which", {budget.REFERENCE, "untrained", "wmrl",
@@ -198,7 +193,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         ("11_method_regime", "the method in its regime: OD's first fit, the step size, IVD's warm-up",
          set(regime.TABLE3), _method_regime),
     )
-    for notebook, title, needs, readout in beyond:
+    for notebook, title, needs, readout in tagged_notebooks:
         if runs is None or not needs <= set(runs.arm):
             continue
         found = readout(results, preset, seeds, runs)
