@@ -194,6 +194,12 @@ class MethodConfig:
     #: ``normalized``: the paper's g = (rho g_E + g_WM) / (rho|G_E| + |G_WM|); ``scale_only``: the
     #: authors' released code (rho multiplies anchor advantages, the denominator stays |G|).
     fusion: Literal["normalized", "scale_only"] = "normalized"
+    #: Online Debiasing conditioned on an observable feature of the script (beyond the paper;
+    #: :class:`wmrl.calibration.ConditionalDebiaser`): ``none`` is the paper's one map of the score;
+    #: ``huge_capacity`` fits a second map on the anchor pairs whose script has a huge-capacity model
+    od_condition: Literal["none", "huge_capacity"] = "none"
+    #: ``od_condition`` only: pairs a feature's own map needs before it replaces the pooled one
+    od_condition_min_pairs: int = 4
 
     def __post_init__(self):
         check_section(self)
@@ -201,7 +207,8 @@ class MethodConfig:
             raise ConfigError(f"method.anchor_fraction must be in [0, 1], got {self.anchor_fraction}")
         if self.rho_max < 1.0:
             raise ConfigError(f"method.rho_max must be >= 1, got {self.rho_max}")
-        at_least(self, anchor_min=0, od_min_pairs=2, od_refit_every=1, ivd_warmup_groups=0, ivd_window=1)
+        at_least(self, anchor_min=0, od_min_pairs=2, od_refit_every=1, ivd_warmup_groups=0, ivd_window=1,
+                 od_condition_min_pairs=2)
 
 
 @dataclass(frozen=True)
@@ -237,6 +244,10 @@ class WorldModelConfig:
     #: ``optimistic`` phi(l) = 0.35 + 0.6 sqrt(l) (notebook 00's shape: a world model that defaults to
     #: pass overrates bad code), or ``identity``
     oracle_distortion: Literal["optimistic", "identity"] = "optimistic"
+    #: a bias the policy can exploit, wrapped around the world model of ``kind``
+    #: (:mod:`wmrl.world_model.exploit`; notebook 09): ``huge_capacity`` predicts every script with a
+    #: huge-capacity model that the base model expects to run as ``ok`` with the top bucket; ``none``
+    exploit: Literal["none", "huge_capacity"] = "none"
 
     def __post_init__(self):
         check_section(self)

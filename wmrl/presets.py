@@ -62,6 +62,10 @@ _NOTEBOOK_ARMS = {
 }
 # 08_fidelity_dial's marks and distortion (its levels are sized per preset)
 _FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["paper", "pessimistic"]}
+# 09_exploit_stress: the exploitable world model's region, the arms trained with it (read against their
+# default runs), the arms trained with it and conditional calibration, and the reference without a world model
+_STRESS = {"STRESS_EXPLOIT": "huge_capacity", "STRESS_ARMS": ["wm", "od", "wmrl"], "STRESS_FIXES": ["wmrl"],
+           "STRESS_REFERENCE": "grpo"}
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
@@ -86,7 +90,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
                   # 11_method_regime: OD's first fit (method.od_min_pairs) against the preset's 3 (a step
                   # has 3 pairs), and IVD's warm-up (method.ivd_warmup_groups) against the preset's 1
-                  "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2},
+                  "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2, **_STRESS},
     ),
     Preset(
         "small", "grammar",
@@ -118,7 +122,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "FIDELITY_PROFILES": ["paper"],
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
-                  "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4},
+                  "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4,
+                  # 09_exploit_stress: 12 runs of about 3 minutes (the exploited scripts time out when executed)
+                  **_STRESS},
     ),
 )}
 PRESETS.update({p.name: p for p in (

@@ -10,7 +10,8 @@ A training run of any agent (grammar or LLM) writes, under
 - ``steps.parquet``: one row per training step (rewards, eta^2, rho, anchor share, fidelity, ...);
 - ``eval.parquet``: held-out avg@k per task at each evaluation step;
 - ``ledger.parquet``: seconds per step and component, actual and charged;
-- ``pairs.parquet`` and ``calibration.json``: the anchor pairs and the isotonic map's snapshots;
+- ``pairs.parquet`` and ``calibration.json``: the anchor pairs (:data:`PAIR_COLUMNS`; ``region`` only in
+  the runs that log one) and the isotonic map's snapshots;
 - ``checkpoint.pt``: everything needed to resume (git-ignored; it exists to resume, not to report).
 
 Every file is written atomically (a temporary file renamed into place), so a run killed
@@ -27,9 +28,12 @@ import pandas as pd
 from wmrl.ledger import ComputeLedger
 from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
 
-__all__ = ["RESULTS", "headline", "per_category", "run_dir", "run_label", "write_run"]
+__all__ = ["PAIR_COLUMNS", "RESULTS", "headline", "per_category", "run_dir", "run_label", "write_run"]
 
 RESULTS = REPO / "results"
+#: An anchor pair's fields after its step: the raw and calibrated prediction, the real reward, and
+#: (notebook 09's runs) whether the scored script is in the logged region (1) or not (0).
+PAIR_COLUMNS = ("pred", "calibrated", "true", "region")
 
 
 def run_label(arm: str, tag: str | None = None) -> str:
@@ -75,7 +79,7 @@ def write_run(out: Path, cfg, preset: str, *, steps: list[dict], evals: list[dic
     """
     evals_df = pd.DataFrame(evals)
     tables = {"steps": pd.DataFrame(steps), "eval": evals_df, "ledger": ledger.to_frame(),
-              "pairs": pd.DataFrame(pairs, columns=["step", "pred", "calibrated", "true"])}
+              "pairs": pd.DataFrame(pairs, columns=["step", *PAIR_COLUMNS[:3 + any("region" in p for p in pairs)]])}
     for name, df in tables.items():
         with atomic_path(out / f"{name}.parquet") as tmp:
             df.to_parquet(tmp, index=False)

@@ -54,7 +54,7 @@ from scipy.stats import spearmanr
 from wmrl.advantage import group_advantages
 from wmrl.anchor import AnchorScheduler, ReliabilityMap
 from wmrl.arms import Arm, get_arm
-from wmrl.calibration import OnlineDebiaser
+from wmrl.calibration import ConditionalDebiaser, OnlineDebiaser
 from wmrl.config import MethodConfig
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
 
@@ -88,6 +88,8 @@ class StepOutput:
     #: this step's anchor pairs ``(raw prediction, calibrated prediction, real)``, flat; empty arrays if none
     pairs: tuple[np.ndarray, np.ndarray, np.ndarray] = field(
         default_factory=lambda: (np.empty(0), np.empty(0), np.empty(0)))
+    #: the stratum of each anchor pair, in ``pairs``' order; None when the step was given no strata
+    pair_strata: np.ndarray | None = None
 
 
 def ivd_warmup_groups(method: MethodConfig, anchors_per_step: int, group_size: int) -> int:
@@ -128,7 +130,9 @@ class WMRLStep:
                              "both streams: mix, od, ivd, wmrl)")
         self.reliability = ReliabilityMap() if self.active else None
         self._priority = (np.nan, np.nan)  # the last choice's priority: chosen groups, all groups
-        self.debiaser = OnlineDebiaser(method.od_min_pairs, method.od_refit_every)
+        self.conditional = method.od_condition != "none"  # beyond the paper: one map per stratum
+        self.debiaser = (ConditionalDebiaser(method.od_min_pairs, method.od_refit_every, method.od_condition_min_pairs)
+                         if self.conditional else OnlineDebiaser(method.od_min_pairs, method.od_refit_every))
         warmup = ivd_warmup_groups(method, self.anchors.n_anchors(groups_per_step), group_size)
         self.ivd = InverseVarianceWeighter(warmup_groups=warmup, window=method.ivd_window, rho_max=method.rho_max)
 
@@ -171,13 +175,16 @@ class WMRLStep:
         return executed
 
     # -- the step ---------------------------------------------------------------------------
-    def __call__(self, real, predicted, executed) -> StepOutput:
+    def __call__(self, real, predicted, executed, strata=None) -> StepOutput:
         """Training rewards, fused weights and advantages of one step; updates OD and IVD.
 
         Args:
             real: ``(G, n)`` real rewards; NaN where a group was not executed.
             predicted: ``(G, n)`` raw world-model scores; NaN where not predicted (or ungraded).
             executed: ``(G,)`` bool, the routing's ``executed``.
+            strata: ``(G, n)`` int, the stratum of the script each prediction scored: needed under
+                conditional calibration (``method.od_condition``), returned for the anchor pairs
+                (``StepOutput.pair_strata``) whenever given.
         """
         real = np.asarray(real, dtype=float)
         raw = np.asarray(predicted, dtype=float)
@@ -185,14 +192,22 @@ class WMRLStep:
         if real.ndim != 2 or raw.shape != real.shape or executed.shape != (real.shape[0],):
             raise ValueError(f"real {real.shape}, predicted {raw.shape} and executed {executed.shape} must be "
                              "(G, n), (G, n) and (G,)")
+        if self.conditional and strata is None:
+            raise ValueError(f"method.od_condition={self.method.od_condition!r} calibrates per stratum: pass strata "
+                             f"of shape {real.shape}")
+        if strata is not None:
+            if np.shape(strata) != real.shape:
+                raise ValueError(f"strata {np.shape(strata)} must have the shape of real {real.shape}")
+            strata = np.asarray(strata, dtype=int)
         if np.isnan(real[executed]).all(axis=-1).any():
             raise ValueError("an executed group has no real reward; mark ungraded trajectories NaN, not whole groups")
         if (~executed).any() and not self.arm.world_model:
             raise ValueError(f"arm {self.arm.name!r} has no world model, so every group must be executed")
         have = ~np.isnan(raw)
         cal = raw.copy()
-        if self.arm.od and have.any():
-            cal[have] = self.debiaser.transform(raw[have])  # r_tilde = f_hat(r_hat), the map before this step
+        if self.arm.od and have.any():  # r_tilde = f_hat(r_hat), the map before this step (per stratum: f_hat_z)
+            cal[have] = (self.debiaser.transform(raw[have], strata[have]) if self.conditional
+                         else self.debiaser.transform(raw[have]))
         rewards = np.where(executed[:, None], real, cal)
 
         anchor_groups = [g for g in np.flatnonzero(executed) if have[g].all()] if self.arm.world_model else []
@@ -203,13 +218,15 @@ class WMRLStep:
                 self.reliability.observe(raw[g][ok], (cal[g][ok] - real[g][ok]) ** 2)
         pairs = tuple(np.concatenate([m[g] for g in anchor_groups]) if anchor_groups else np.empty(0)
                       for m in (raw, cal, real))
-        if self.arm.od and anchor_groups:
-            self.debiaser.push_many(pairs[0], pairs[2])  # OD: add this step's pairs; refit on schedule
+        pair_strata = None if strata is None else \
+            np.concatenate([strata[g] for g in anchor_groups]) if anchor_groups else np.empty(0, int)
+        if self.arm.od and anchor_groups:  # OD: add this step's pairs; refit on schedule
+            self.debiaser.push_many(pairs[0], pairs[2], *([pair_strata] if self.conditional else []))
 
         rho = self.ivd.rho if self.arm.ivd else 1.0
         weights = fused_group_weights(executed, rho, self.method.fusion)  # w = rho/D on G_E, 1/D on G_WM
         advantages = group_advantages(rewards, std_normalize=self.std_normalize)  # A = R - mean_group R
-        return StepOutput(rewards, weights, advantages, self._log(rewards, executed, rho, pairs), pairs)
+        return StepOutput(rewards, weights, advantages, self._log(rewards, executed, rho, pairs), pairs, pair_strata)
 
     def _log(self, rewards, executed, rho, pairs) -> dict:
         p, c, t = pairs

@@ -16,6 +16,7 @@ from wmrl.provenance import REPO
 from wmrl.sandbox import Sandbox
 from wmrl.trainer.memo import ExecutionMemo
 from wmrl.world_model.backends import make_backend
+from wmrl.world_model.exploit import ExploitableWorldModel
 from wmrl.world_model.llm import LLMWorldModel
 from wmrl.world_model.oracle import OracleWorldModel
 from wmrl.world_model.static import ProgramAnalysisWorldModel
@@ -42,7 +43,13 @@ def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str
     to it (the paper's world model is the frozen initial policy); without one, the SmolLM2 GGUF.
     ``memo`` and ``workers`` serve the oracle-derived instrument only (``kind="oracle"``): where it
     looks real outcomes up (:func:`make_oracle_memo`) and how many scripts it runs at once.
+    ``cfg.exploit`` wraps the model in the exploitable bias of :mod:`wmrl.world_model.exploit`.
     """
+    model = _base_world_model(cfg, sandbox, seed, agent_model, memo, workers)
+    return model if cfg.exploit == "none" else ExploitableWorldModel(model, cfg.exploit)
+
+
+def _base_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None, memo, workers: int):
     if cfg.kind == "oracle":
         return OracleWorldModel(sandbox, cfg.oracle_noise, cfg.oracle_distortion, seed=seed, memo=memo,
                                 workers=workers)

@@ -25,7 +25,7 @@ from wmrl.config import RunConfig
 from wmrl.ledger import ComputeLedger
 from wmrl.progress import tqdm
 from wmrl.provenance import atomic_path
-from wmrl.runs import per_category, write_run
+from wmrl.runs import PAIR_COLUMNS, per_category, write_run
 from wmrl.trainer.components import make_memo, make_oracle_memo, make_sandbox, make_world_model
 from wmrl.trainer.grpo import GRPOLearner
 from wmrl.trainer.rollout import Scorer, rollout
@@ -102,7 +102,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
         ledger.end_step()
         pairs = log.pop("pairs", None)
         if pairs:
-            state["pairs"] += [{"step": step, "pred": p, "calibrated": c, "true": r} for p, c, r in zip(*pairs)]
+            state["pairs"] += [{"step": step, **dict(zip(PAIR_COLUMNS, row))} for row in zip(*pairs)]
         state["steps"].append({"step": step, **log})
         bar.set_postfix(reward=f"{log['train_reward']:.3f}", rho=f"{log['rho']:.2f}")
         if (step + 1) % ev.every == 0 and step + 1 < t.steps:

@@ -27,6 +27,7 @@ from wmrl.agent import grammar
 from wmrl.config import RunConfig
 from wmrl.step import WMRLStep
 from wmrl.trainer.rollout import Scorer, Trajectory, rollout
+from wmrl.world_model.exploit import in_region
 
 __all__ = ["GRPOLearner"]
 
@@ -41,6 +42,10 @@ class GRPOLearner:
         self.optim = torch.optim.Adam(policy.parameters(), lr=cfg.train.lr)
         self.wmrl = WMRLStep(cfg.arm, cfg.method, cfg.train.groups_per_step, cfg.train.group_size, seed=cfg.seed,
                              std_normalize=cfg.train.std_normalize)
+        #: the feature whose region is logged (``region_share``, each anchor pair's ``region``) and, under
+        #: conditional calibration, stratified: the calibration's (``method.od_condition``), else the
+        #: world model's exploit (``world_model.exploit``), else none
+        self._region = cfg.method.od_condition if cfg.method.od_condition != "none" else cfg.world_model.exploit
 
     def step(self, tasks: list, executed: np.ndarray | None, predicted: np.ndarray, scorer: Scorer, key: tuple) -> dict:
         """Roll out one group per task (sampling key ``key``), then learn from it; returns the step's log.
@@ -58,7 +63,11 @@ class GRPOLearner:
         cfg = self.cfg.train
         real = np.array([[np.nan if tr.real_reward is None else tr.real_reward for tr in g] for g in groups])
         raw_wm = np.array([[np.nan if tr.wm_reward is None else tr.wm_reward for tr in g] for g in groups])
-        out = self.wmrl(real, raw_wm, executed)
+        region = self._region
+        strata = None if region == "none" else np.array(  # 1: the scored script is in the region (notebook 09)
+            [[tr.scored_turn is not None and in_region(region, tr.task, tr.scored_turn.code) for tr in g]
+             for g in groups], dtype=int)
+        out = self.wmrl(real, raw_wm, executed, strata)
         flat = [tr for g in groups for tr in g]
         turn_rows = [(i, turn) for i, tr in enumerate(flat) for turn in tr.turns]
         idx = torch.as_tensor([i for i, _ in turn_rows])
@@ -84,8 +93,11 @@ class GRPOLearner:
         loss.backward()
         self.optim.step()
         turns_both = [turn for tr in flat for turn in tr.turns if turn.real is not None and turn.pred is not None]
+        pairs = out.pairs + ((out.pair_strata,) if strata is not None else ())
         return {
-            **out.log, "pairs": tuple(p.tolist() for p in out.pairs) if out.pairs[0].size else None,
+            **out.log, "pairs": tuple(p.tolist() for p in pairs) if out.pairs[0].size else None,
+            **({"region_share": float(np.mean([in_region(region, tr.task, turn.code) for tr in flat
+                                               for turn in tr.turns]))} if strata is not None else {}),
             "loss": loss.item(), "kl": kl.item(), "entropy": ent.item(),
             "real_reward": float(np.nanmean(real)) if np.isfinite(real).any() else np.nan,
             "wm_reward": float(np.nanmean(raw_wm)) if np.isfinite(raw_wm).any() else np.nan,

@@ -76,6 +76,12 @@ class Trajectory:
         return trajectory_reward(ps) if ps else None
 
     @property
+    def scored_turn(self) -> Turn | None:
+        """The turn whose prediction is :attr:`wm_reward` (the first best); None if none was predicted."""
+        predicted = [t for t in self.turns if t.pred is not None]
+        return max(predicted, key=lambda t: t.pred.score) if predicted else None
+
+    @property
     def percentile(self) -> float:
         """Leaderboard position score of the best real turn (0 without a valid submission)."""
         oks = [t.real.percentile for t in self.turns if t.real is not None and t.real.status == "ok"]
