@@ -80,11 +80,12 @@ def test_a_campaign_and_a_list_of_notebooks_are_refused_together(calls, capsys):
 
 def test_the_makefiles_paper_tags_are_notebook_11s_and_no_beyond_notebooks():
     """`make reproduce` deletes the default runs and the run folders PAPER_TAGS matches, `make reproduce-beyond`
-    every other tagged folder: the patterns must match notebook 11's tags and none of notebooks 08 and 10's."""
+    every other tagged folder: the patterns must match notebook 11's tags and none of notebooks 08, 09 and 10's."""
     import fnmatch
     import re
 
     from wmrl.experiments import anchor_budget, regime
+    from wmrl.experiments.exploit_stress import stress_tag
     from wmrl.experiments.fidelity_dial import oracle_tag, profile_tag
     from wmrl.presets import notebook_params
 
@@ -96,5 +97,7 @@ def test_the_makefiles_paper_tags_are_notebook_11s_and_no_beyond_notebooks():
     plan = anchor_budget.budget_plan("small", p["BUDGET_ARMS"], p["BUDGET_SHARES"], p["BUDGET_ACTIVE_SHARES"])
     beyond = [r.label for r in plan if r.tag] + [f"wmrl~{oracle_tag(s)}" for s in p["FIDELITY_LEVELS"]]
     beyond += [f"wmrl~{profile_tag('pessimistic')}"]
+    beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'])}" for a in p["STRESS_ARMS"]]
+    beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'], fix=True)}" for a in p["STRESS_FIXES"]]
     assert all(any(fnmatch.fnmatch(label, pat) for pat in patterns) for label in paper), (paper, patterns)
     assert not any(fnmatch.fnmatch(label, pat) for label in beyond for pat in patterns), (beyond, patterns)

@@ -77,32 +77,40 @@ def test_an_oracle_run_is_charged_as_a_world_model_and_records_its_truth_apart(p
     assert run.total_charged_s.iloc[0] == pytest.approx(sum(c["charged_s"] for c in summary["compute"].values()))
 
 
+@pytest.fixture(scope="module")
+def idle_grpo(pool, tmp_path_factory):
+    """grpo at the smoke preset, seed 6, alone on the machine and offered a shared memo: ``(folder, summary,
+    the shared memo's path)``, the reference of the two tests below (one run for both)."""
+    where = tmp_path_factory.mktemp("idle_grpo")
+    memo_path = where / "shared.sqlite"
+    out = where / "run"
+    return out, run_arm("grpo", "smoke", seed=6, out=out, pool=pool, memo_path=memo_path, progress=False), memo_path
+
+
 @pytest.mark.slow
-def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(pool, tmp_path):
-    memo_path = tmp_path / "shared.sqlite"
-    first = run_arm("grpo", "smoke", seed=6, out=tmp_path / "a", pool=pool, memo_path=memo_path, progress=False)
+def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(pool, tmp_path, idle_grpo):
+    first_dir, first, memo_path = idle_grpo
     second = run_arm("grpo", "smoke", seed=6, out=tmp_path / "b", pool=pool, memo_path=memo_path, progress=False)
-    assert (tmp_path / "a" / "memo.sqlite").exists() and (tmp_path / "b" / "memo.sqlite").exists()
+    assert (first_dir / "memo.sqlite").exists() and (tmp_path / "b" / "memo.sqlite").exists()
     assert not memo_path.exists()  # the shared memo is never touched
     assert second["memo"] == first["memo"]  # the second run met nothing the first one executed
     assert second["heldout"] == first["heldout"]
 
 
 @pytest.mark.slow
-def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(pool, tmp_path):
+def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(pool, tmp_path, idle_grpo):
     """The budget counts the solution's CPU seconds, so contention (here, two busy neighbours per core)
     slows a run down but changes none of its outcomes; the provenance records how busy the machine was."""
     import os
 
     from wmrl.sandbox.bench import busy_load
 
-    kw = {"pool": pool, "progress": False}
-    idle = run_arm("grpo", "smoke", seed=6, out=tmp_path / "idle", **kw)
+    idle_dir, idle, _ = idle_grpo
     with busy_load(2 * (os.cpu_count() or 1)):
-        busy = run_arm("grpo", "smoke", seed=6, out=tmp_path / "busy", **kw)
+        busy = run_arm("grpo", "smoke", seed=6, out=tmp_path / "busy", pool=pool, progress=False)
     assert busy["heldout"] == idle["heldout"]
     cols = ["step", "train_reward", "loss"]
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "idle" / "steps.parquet")[cols],
+    pd.testing.assert_frame_equal(pd.read_parquet(idle_dir / "steps.parquet")[cols],
                                   pd.read_parquet(tmp_path / "busy" / "steps.parquet")[cols])
     assert set(busy["provenance"]["machine"]["load"]) == {"loadavg_1m", "loadavg_5m", "loadavg_15m", "cores_usable"}
 

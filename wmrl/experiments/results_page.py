@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from wmrl.experiments import anchor_budget as budget
-from wmrl.experiments import claims, findings, noise, regime
+from wmrl.experiments import claims, exploit_stress, findings, noise, regime
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.fidelity_dial import dial_claims, oracle_tag
@@ -124,6 +124,20 @@ def _fidelity_dial(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tup
     return table, claims.what_we_see(table)
 
 
+def _exploit_stress(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
+    """Notebook 09's claims table and sentences (the notebook's own readout); a message when its runs are
+    not all there."""
+    params = notebook_params(preset)
+    exploit, arms, fixes = params["STRESS_EXPLOIT"], params["STRESS_ARMS"], params["STRESS_FIXES"]
+    tag, fix_tag = exploit_stress.stress_tag(exploit), exploit_stress.stress_tag(exploit, fix=True)
+    tagged = _tagged_runs(results, preset, seeds, [tag, *([fix_tag] if fixes else [])])
+    if tagged is None:
+        return f"No runs of its stress test at preset `{preset}` yet: run `python -m wmrl.reproduce --only 09_exploit_stress`."
+    default = runs[runs.arm.isin({params["STRESS_REFERENCE"], *arms, *fixes})]
+    r = exploit_stress.readout(pd.concat([default, *tagged], ignore_index=True), tag, fix_tag, arms, fixes)
+    return r.claims, r.sentences
+
+
 def _anchor_budget(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
     """Notebook 10's claims table and sentences (the notebook's own calls); a message when its shares'
     runs are not all there."""
@@ -188,6 +202,8 @@ def results_page(results: str | Path, preset: str = "small") -> str:
     tagged_notebooks = (  # notebooks whose claims need tagged runs: (name, title, default runs read, readout)
         ("08_fidelity_dial", "the fidelity dial: how good must the world model be", {"grpo", "anchor_only"},
          _fidelity_dial),
+        ("09_exploit_stress", "Assumption 6 under stress: a world model whose bias the policy can exploit",
+         {"grpo", "wm", "od", "wmrl"}, _exploit_stress),
         ("10_anchor_budget", "the anchor budget: how many anchors, and which", {budget.REFERENCE, "untrained", "wmrl",
                                                                              "anchor_only"}, _anchor_budget),
         ("11_method_regime", "the method in its regime: OD's first fit, the step size, IVD's warm-up",
