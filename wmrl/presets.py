@@ -65,7 +65,7 @@ _FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["pa
 # 09_exploit_stress: the exploitable world model's region, the arms trained with it (read against their
 # default runs), the arms trained with it and conditional calibration, and the reference without a world model
 _STRESS = {"STRESS_EXPLOIT": "huge_capacity", "STRESS_ARMS": ["wm", "od", "wmrl"], "STRESS_FIXES": ["wmrl"],
-           "STRESS_REFERENCE": "grpo"}
+           "STRESS_REFERENCE": "grpo", "STRESS_REGION_FAMILIES": None, "STRESS_REGION_TASKS": 0}
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
@@ -90,7 +90,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
                   # 11_method_regime: OD's first fit (method.od_min_pairs) against the preset's 3 (a step
                   # has 3 pairs), and IVD's warm-up (method.ivd_warmup_groups) against the preset's 1
-                  "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2, **_STRESS},
+                  "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2,
+                  # 09_exploit_stress: the region's real outcomes on one task, for one family in it and one not
+                  **_STRESS, "STRESS_REGION_FAMILIES": ["forest", "knn"], "STRESS_REGION_TASKS": 1},
     ),
     Preset(
         "small", "grammar",

@@ -134,7 +134,9 @@ def _exploit_stress(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tu
     if tagged is None:
         return f"No runs of its stress test at preset `{preset}` yet: run `python -m wmrl.reproduce --only 09_exploit_stress`."
     default = runs[runs.arm.isin({params["STRESS_REFERENCE"], *arms, *fixes})]
-    r = exploit_stress.readout(pd.concat([default, *tagged], ignore_index=True), tag, fix_tag, arms, fixes)
+    rows = results / exploit_stress.REGION_ROWS.format(preset=preset)
+    r = exploit_stress.readout(pd.concat([default, *tagged], ignore_index=True), tag, fix_tag, arms, fixes,
+                               pd.read_parquet(rows) if rows.is_file() else None)
     return r.claims, r.sentences
 
 
