@@ -66,17 +66,23 @@ reproduce-beyond-quick: $(VENV)/.installed
 ## (pytest-xdist; a test file's tests, and so each notebook's cells, stay on one process).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
+## Each process gets its share of the cores for torch and BLAS (OMP_NUM_THREADS, read by both at start-up;
+## the sandbox sets its solutions' own): at their default, two processes each running two threads on two
+## cores oversubscribe them. Measured 2026-12-01, the LLM trainer's smoke test beside notebook 05's smoke
+## run: 293 s and 8.4 CPU-minutes with the default threads, 233 s and 4.4 CPU-minutes with one each.
+TEST_THREADS ?= $(shell n=$$(nproc); t=$$((n / $(TEST_WORKERS))); echo $$((t > 0 ? t : 1)))
+PYTEST := OMP_NUM_THREADS=$(TEST_THREADS) $(PY) -m pytest
 test: $(VENV)/.installed
-	$(PY) -m pytest -m "not llm_heavy" $(XDIST)
+	$(PYTEST) -m "not llm_heavy" $(XDIST)
 
 ## The further end-to-end LLM runs (every trainer path, a killed run resumed bit-identical, the OpenAI-compatible
 ## backend against wmrl's own SmolLM2 server): 12.5 minutes over 2 processes on 2 cores (2026-12-01).
 test-llm: $(VENV)/.installed
-	$(PY) -m pytest tests -m llm_heavy -n $(TEST_WORKERS)
+	$(PYTEST) tests -m llm_heavy -n $(TEST_WORKERS)
 
 ## The fast tier: unit tests only (no notebooks, nothing marked slow); 300 s on one process (2026-12-01).
 test-fast: $(VENV)/.installed
-	$(PY) -m pytest tests -m "not slow" $(XDIST)
+	$(PYTEST) tests -m "not slow" $(XDIST)
 
 ## JupyterLab on notebooks/ with this venv's kernel (ensure_kernel above); progress bars are widgets
 ## there (wmrl/progress.py). Root (a container) needs --allow-root; LAB_ARGS adds options, e.g. --port=8899.
