@@ -141,6 +141,9 @@ def test_the_llm_trainer_refuses_active_anchor_selection_by_name_before_any_work
     cfg = run_config("wmrl", "llm-smoke", overrides={"method.anchor_selection": "active"}, agent="llm")
     with pytest.raises(ConfigError, match="anchor_selection='active' is not supported by the LLM trainer"):
         train(cfg, tmp_path / "run", pool=None, preset="llm-smoke")
+    cfg = run_config("wmrl", "llm-smoke", overrides={"method.od_condition": "huge_capacity"}, agent="llm")
+    with pytest.raises(ConfigError, match="od_condition='huge_capacity' .* not supported by the LLM trainer"):
+        train(cfg, tmp_path / "run", pool=None, preset="llm-smoke")
     assert not (tmp_path / "run").exists()
 
 

@@ -317,9 +317,11 @@ def test_a_run_trains_on_one_torch_thread_and_gives_the_callers_count_back(monke
     assert seen == [1] and torch.get_num_threads() == 2
 
 
-def test_active_anchor_selection_is_refused_by_the_vla_by_name():
+def test_active_anchor_selection_and_conditional_calibration_are_refused_by_the_vla_by_name():
     with pytest.raises(ConfigError, match="not supported by the VLA trainer"):
         vla_config("wmrl", "smoke", overrides={"method.anchor_selection": "active"})
+    with pytest.raises(ConfigError, match="od_condition='huge_capacity' conditions on a feature of a solution script"):
+        vla_config("wmrl", "smoke", overrides={"method.od_condition": "huge_capacity"})
 
 
 def test_every_preset_builds_a_vla_config_for_every_arm_and_untrained_is_refused_by_name():

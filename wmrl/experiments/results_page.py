@@ -205,7 +205,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         ("08_fidelity_dial", "the fidelity dial: how good must the world model be", {"grpo", "anchor_only"},
          _fidelity_dial),
         ("09_exploit_stress", "Assumption 6 under stress: a world model whose bias the policy can exploit",
-         {"grpo", "wm", "od", "wmrl"}, _exploit_stress),
+         {params["STRESS_REFERENCE"], *params["STRESS_ARMS"], *params["STRESS_FIXES"]}, _exploit_stress),
         ("10_anchor_budget", "the anchor budget: how many anchors, and which", {budget.REFERENCE, "untrained", "wmrl",
                                                                              "anchor_only"}, _anchor_budget),
         ("11_method_regime", "the method in its regime: OD's first fit, the step size, IVD's warm-up",

@@ -139,6 +139,9 @@ class VLAConfig(ConfigTree):
             raise ConfigError(f"method.anchor_selection={self.method.anchor_selection!r} is not supported by the VLA "
                               "trainer: its progress estimator scores a rollout only after it ends, so there is no "
                               "turn 1 to choose anchors from; use 'random' (the paper's rule)")
+        if self.method.od_condition != "none":
+            raise ConfigError(f"method.od_condition={self.method.od_condition!r} conditions on a feature of a solution "
+                              "script; a VLA rollout has none: use 'none' (the paper's one map)")
 
 
 def vla_config(arm: str, preset: str = "small", seed: int = 0, overrides: dict | None = None) -> VLAConfig:

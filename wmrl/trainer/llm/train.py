@@ -159,6 +159,10 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
                           "trainer: TRL's rollout_func routes a whole generation batch before it generates, and "
                           "choosing anchors after turn 1 would need every process to agree on the world model's "
                           "turn-1 predictions first; use 'random' (the paper's rule) or the grammar agent")
+    if cfg.method.od_condition != "none":
+        raise ConfigError(f"method.od_condition={cfg.method.od_condition!r} (conditional calibration, notebook 09) is "
+                          "not supported by the LLM trainer: its reward hook does not read the scripts' features; "
+                          "use 'none' (the paper's one map) or the grammar agent")
 
     t = cfg.train
     train_tasks = per_category(pool.train, t.train_tasks)
