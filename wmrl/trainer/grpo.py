@@ -63,12 +63,13 @@ class GRPOLearner:
         cfg = self.cfg.train
         real = np.array([[np.nan if tr.real_reward is None else tr.real_reward for tr in g] for g in groups])
         raw_wm = np.array([[np.nan if tr.wm_reward is None else tr.wm_reward for tr in g] for g in groups])
-        region = self._region
-        strata = None if region == "none" else np.array(  # 1: the scored script is in the region (notebook 09)
-            [[tr.scored_turn is not None and in_region(region, tr.task, tr.scored_turn.code) for tr in g]
-             for g in groups], dtype=int)
-        out = self.wmrl(real, raw_wm, executed, strata)
         flat = [tr for g in groups for tr in g]
+        # notebook 09: whether each turn's script is in the region, read once per turn
+        inside = {} if self._region == "none" else {id(turn): in_region(self._region, tr.task, turn.code)
+                                                      for tr in flat for turn in tr.turns}
+        strata = None if self._region == "none" else np.array(  # 1: the scored script is in the region
+            [[tr.scored_turn is not None and inside[id(tr.scored_turn)] for tr in g] for g in groups], dtype=int)
+        out = self.wmrl(real, raw_wm, executed, strata)
         turn_rows = [(i, turn) for i, tr in enumerate(flat) for turn in tr.turns]
         idx = torch.as_tensor([i for i, _ in turn_rows])
 
@@ -96,8 +97,7 @@ class GRPOLearner:
         pairs = out.pairs + ((out.pair_strata,) if strata is not None else ())
         return {
             **out.log, "pairs": tuple(p.tolist() for p in pairs) if out.pairs[0].size else None,
-            **({"region_share": float(np.mean([in_region(region, tr.task, turn.code) for tr in flat
-                                               for turn in tr.turns]))} if strata is not None else {}),
+            **({"region_share": float(np.mean(list(inside.values())))} if strata is not None else {}),
             "loss": loss.item(), "kl": kl.item(), "entropy": ent.item(),
             "real_reward": float(np.nanmean(real)) if np.isfinite(real).any() else np.nan,
             "wm_reward": float(np.nanmean(raw_wm)) if np.isfinite(raw_wm).any() else np.nan,
