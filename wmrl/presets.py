@@ -62,6 +62,11 @@ _NOTEBOOK_ARMS = {
 }
 # 08_fidelity_dial's marks and distortion (its levels are sized per preset)
 _FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["paper", "pessimistic"]}
+# 07_llm_agent: which LLM preset, arms and seeds the notebook reads at each grammar preset (an LLM run's
+# warm start is per seed and costs about 30 minutes here, so the small preset has one seed)
+_LLM_AGENT = {"smoke": {"LLM_PRESET": "llm-smoke", "LLM_ARMS": ["untrained", "wmrl"], "LLM_SEEDS": [0]},
+              "small": {"LLM_PRESET": "llm-small", "LLM_ARMS": ["untrained", "sft", "grpo", "wm", "wmrl"],
+                        "LLM_SEEDS": [0]}}
 # 09_exploit_stress: the exploitable world model's region, the arms trained with it (read against their
 # default runs), the arms trained with it and conditional calibration, and the reference without a world model
 _STRESS = {"STRESS_EXPLOIT": "huge_capacity", "STRESS_ARMS": ["wm", "od", "wmrl"], "STRESS_FIXES": ["wmrl"],
@@ -92,7 +97,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # has 3 pairs), and IVD's warm-up (method.ivd_warmup_groups) against the preset's 1
                   "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2,
                   # 09_exploit_stress: the region's real outcomes on one task, for one family in it and one not
-                  **_STRESS, "STRESS_REGION_FAMILIES": ["forest", "knn"], "STRESS_REGION_TASKS": 1},
+                  **_STRESS, "STRESS_REGION_FAMILIES": ["forest", "knn"], "STRESS_REGION_TASKS": 1,
+                  **_LLM_AGENT["smoke"]},
     ),
     Preset(
         "small", "grammar",
@@ -126,7 +132,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
                   "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4,
                   # 09_exploit_stress: 12 runs of about 3 minutes (the exploited scripts time out when executed)
-                  **_STRESS},
+                  **_STRESS, **_LLM_AGENT["small"]},
     ),
 )}
 PRESETS.update({p.name: p for p in (
@@ -152,18 +158,22 @@ PRESETS.update({p.name: p for p in (
         "after a 16-step warm start still none ran (5 syntax errors, 1 runtime error, 1 invalid submission: "
         "the format is learnt, the code is not yet), so the run starts from a longer supervised warm start on "
         "grammar-rendered solutions of the training tasks (TRL's SFTTrainer, 40 steps of 4, about 63 s a step "
-        "here) and the agent writes only fit_predict(train, test) inside a fixed scaffold (a labelled "
-        "departure from the paper's full scripts). A GRPO step costs minutes on 2 cores (the update's "
-        "forward/backward over ~1000-token prompts dominates, then generation and the LLM world model), so: "
-        "4 groups of 2 a step (one anchor group, 25%), 2 turns of 384 tokens, 6 steps, avg@2 on every "
-        "held-out task at the end; the world model is the frozen warm-started policy (holistic prompt). One "
+        "on a loaded machine, 45 s idle) and the agent writes only fit_predict(train, test) inside a fixed "
+        "scaffold (a labelled departure from the paper's full scripts). A GRPO step costs minutes on 2 cores "
+        "(the update's forward/backward over ~1000-token prompts dominates, then generation and the LLM world "
+        "model), so: 4 groups of 2 a step (one anchor group, 25%), 2 turns of 384 tokens, 4 steps (6 were "
+        "planned; 4 keep the five arms of one seed near an hour and a half), avg@2 on every held-out task at "
+        "the end only (eval.every 6 > train.steps); Online Debiasing fits first after 4 pairs (two steps) and "
+        "IVD records its calibrated residual after 3 anchor groups, so the last step is weighted by rho; the world model is the frozen warm-started policy "
+        "(holistic prompt). One "
         "row per forward/backward pass: TRL's update holds the logits (49k vocabulary) of every completion "
         "token of a micro-batch several times over, and a micro-batch of 4 rows of ~2700 tokens reached 19 GB "
         "and was killed for memory on this 24 GB machine.",
-        run={"train.steps": 6, "train.groups_per_step": 4, "train.group_size": 2, "train.max_turns": 2,
+        run={"train.steps": 4, "train.groups_per_step": 4, "train.group_size": 2, "train.max_turns": 2,
              "train.lr": 1e-5, "eval.every": 6, "eval.samples": 2, "method.anchor_fraction": 0.25,
              "method.od_min_pairs": 4, "method.od_refit_every": 4, "method.ivd_window": 2,
-             "sandbox.timeout_s": 10.0, "world_model.kind": "llm", "llm.contract": "fit_predict",
+             "method.ivd_warmup_groups": 3, "sandbox.timeout_s": 10.0, "world_model.kind": "llm",
+             "llm.contract": "fit_predict",
              "llm.max_new_tokens": 384, "llm.obs_max_tokens": 128, "llm.sft_steps": 40, "llm.sft_per_task": 12,
              "llm.sft_batch": 4, "llm.micro_batch": 1, "world_model.mode": "holistic", "world_model.max_new_tokens": 96},
     ),
