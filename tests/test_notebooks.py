@@ -29,8 +29,14 @@ def shared_results(tmp_path_factory, pool) -> Path:
     return tmp_path_factory.mktemp("shared")
 
 
+# Notebook 07 trains SmolLM2 with TRL (minutes per arm on 2 cores): its smoke run is one of `make test-llm`'s
+# further LLM runs; `make test` replays its committed results (nbval, and the replay tests).
+LLM_NOTEBOOKS = {"07_llm_agent"}
+SMOKE = [pytest.param(n, marks=pytest.mark.llm_heavy) if n in LLM_NOTEBOOKS else n for n in NAMES + TEMPLATES]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES + TEMPLATES)
+@pytest.mark.parametrize("name", SMOKE)
 def test_notebook_runs_end_to_end_at_the_smoke_preset(name, shared_results, kernel):
     run_notebook(name, shared_results, kernel, MODE="train", PRESET="smoke")
     assert any(p.is_file() for p in (shared_results / "results").rglob("*")), "a train run must write results"

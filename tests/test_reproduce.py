@@ -59,14 +59,16 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(calls, capsys):
     assert "smoke" in capsys.readouterr().err and calls == []
 
 
-def test_the_two_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
+def test_the_three_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
     paper, _ = reproduce.discover(campaign="paper")
     beyond, _ = reproduce.discover(campaign="beyond")
+    llm, _ = reproduce.discover(campaign="llm")
     every, _ = reproduce.discover()
     assert paper == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
     assert {"00_theory", "06_vla", "11_method_regime"} <= set(paper)
-    assert beyond == [n for n in every if 7 <= int(n[:2]) <= 10] and {"08_fidelity_dial", "10_anchor_budget"} <= set(beyond)
-    assert sorted(paper + beyond) == every
+    assert beyond == [n for n in every if 8 <= int(n[:2]) <= 10] and {"08_fidelity_dial", "10_anchor_budget"} <= set(beyond)
+    assert llm == ["07_llm_agent"]
+    assert sorted(paper + beyond + llm) == every
     assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
     assert reproduce.main(["--campaign", "beyond", "--replay-only"]) == 0
     assert [c[1] for c in calls if c[0] == "replay"] == beyond

@@ -13,17 +13,19 @@ For each notebook ``notebooks/NN_name.ipynb``, in order:
 Then ``RESULTS.md`` is rewritten from ``results/`` (:mod:`wmrl.experiments.results_page`): every
 claim of the paper with ours beside it, and what each notebook shows, in the replayed preset.
 
-The committed results come from two campaigns (:data:`CAMPAIGNS`), each sized to the 2-hour budget
+The committed results come from three campaigns (:data:`CAMPAIGNS`), each sized to the 2-hour budget
 on 2 cores: ``paper``, the paper's experiments and the method in its regime (notebooks 00-06 and
-11, ``make reproduce``), and ``beyond``, what the paper does not measure (notebooks 07-10 and any
-new ablation, ``make reproduce-beyond``), which reuses the paper campaign's default runs as its
-references, so it runs second.
+11, ``make reproduce``); ``beyond``, what the paper does not measure (notebooks 08-10 and any new
+ablation, ``make reproduce-beyond``), which reuses the paper campaign's default runs as its
+references, so it runs second; and ``llm``, the language-model agent (notebook 07, ``make
+reproduce-llm``), whose runs are its own.
 
 Notebooks that do not exist yet are skipped; a failing notebook is named with its failing cell,
 the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
     python -m wmrl.reproduce --campaign paper     # make reproduce: notebooks 00-06 and 11
+    python -m wmrl.reproduce --campaign llm       # make reproduce-llm: notebook 07, the LLM agent
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
@@ -52,14 +54,17 @@ REPLAY_PRESET = "small"  # the preset the committed notebooks replay (their para
 # What each campaign is; a notebook's number decides which it belongs to (campaign_of), so an
 # ablation notebook made from the template joins "beyond" without being listed anywhere.
 CAMPAIGNS = {"paper": "the paper's experiments and the method in its regime, notebooks 00-06 and 11",
-             "beyond": "what the paper does not measure, notebooks 07-10 and new ablations (they reuse the paper "
-                       "campaign's default runs)"}
+             "beyond": "what the paper does not measure, notebooks 08-10 and new ablations (they reuse the paper "
+                       "campaign's default runs)",
+             "llm": "the language-model agent on TRL, notebook 07 (one seed's warm start and five arms)"}
 PAPER_NOTEBOOKS = (*range(7), 11)  # 00_theory ... 06_vla, 11_method_regime (issue 13's campaign)
+LLM_NOTEBOOKS = (7,)  # 07_llm_agent
 
 
 def campaign_of(name: str) -> str:
-    """``"paper"`` for notebooks 00-06 and 11, ``"beyond"`` for the others (``NN_name``)."""
-    return "paper" if int(name[:2]) in PAPER_NOTEBOOKS else "beyond"
+    """``"paper"`` for notebooks 00-06 and 11, ``"llm"`` for 07, ``"beyond"`` for the others (``NN_name``)."""
+    number = int(name[:2])
+    return "paper" if number in PAPER_NOTEBOOKS else "llm" if number in LLM_NOTEBOOKS else "beyond"
 
 
 @dataclass
@@ -143,7 +148,7 @@ def main(argv=None) -> int:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
     which.add_argument("--campaign", choices=sorted(CAMPAIGNS),
-                       help="; ".join(f"{k}: {v}" for k, v in CAMPAIGNS.items()) + " (default: both)")
+                       help="; ".join(f"{k}: {v}" for k, v in CAMPAIGNS.items()) + " (default: all)")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
                         help="train only these seeds (default: the preset's); a variant: trains only")

@@ -13,7 +13,7 @@ verdict and the verdict after Holm's correction over the claims of the table:
 :func:`what_we_see` writes a notebook's closing sentences from such a table, so that no notebook
 text can say more, or other, than its numbers.
 
-The claim lists (:data:`MAIN`, :data:`ABLATION`, :data:`ANCHOR_ONLY`, :data:`VLA`) are defined
+The claim lists (:data:`MAIN`, :data:`ABLATION`, :data:`ANCHOR_ONLY`, :data:`VLA`, :data:`LLM`) are defined
 here, once, with the paper's numbers taken from :mod:`wmrl.experiments.paper`; the notebooks and
 ``RESULTS.md`` read them.
 """
@@ -39,7 +39,7 @@ from wmrl.experiments.stats import (
     verdict,
 )
 
-__all__ = ["ABLATION", "ANCHOR_ONLY", "MAIN", "VLA", "Claim", "ComputeToReach", "claims_display", "claims_table",
+__all__ = ["ABLATION", "ANCHOR_ONLY", "LLM", "MAIN", "VLA", "Claim", "ComputeToReach", "claims_display", "claims_table",
            "evaluate_claims", "method_regime", "what_we_see"]
 
 
@@ -131,6 +131,18 @@ ANCHOR_ONLY = (
     Claim("Q2", "anchor-only GRPO, the anchors alone, is below full GRPO", "not tested in the paper",
           "anchor_only", "grpo", expect="<"),
     Claim("Q3", "WMRL beats full GRPO, C1-C2 as in notebook 01", paper.versus("wmrl", "grpo"), "wmrl", "grpo"),
+)
+
+
+#: Notebook 07's claims on the LLM agent: Table 1's rows, with the warm start as the policy the trained arms
+#: start from (the paper starts from the instruct model, so L0 is this scale's premise, not a claim of the paper).
+LLM = (
+    Claim("L0", "the supervised warm start beats the instruct model it starts from (this scale's premise)",
+          "no warm start in the paper", "sft", "untrained"),
+    Claim("L1", "GRPO improves on the policy it starts from", paper.versus("grpo", "untrained"), "grpo", "sft"),
+    Claim("L2", "WMRL beats GRPO on held-out Avg", paper.versus("wmrl", "grpo"), "wmrl", "grpo"),
+    Claim("L3", "a pure world model falls below GRPO", paper.versus("wm", "grpo"), "wm", "grpo", expect="<"),
+    Claim("L4", "WMRL beats the pure world model", paper.versus("wmrl", "wm"), "wmrl", "wm"),
 )
 
 

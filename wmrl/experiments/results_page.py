@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from wmrl.experiments import anchor_budget as budget
-from wmrl.experiments import claims, exploit_stress, findings, noise, regime
+from wmrl.experiments import claims, exploit_stress, findings, llm_agent, noise, regime
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.fidelity_dial import dial_claims, oracle_tag
@@ -153,6 +153,32 @@ def _anchor_budget(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tup
     return r.claims, r.sentences
 
 
+def _llm_agent(results: Path, preset: str) -> list[str] | None:
+    """Notebook 07's section: its claims table and sentences at its LLM preset (the notebook's own readout),
+    kept apart from the grammar agent's claims (other runs, other seeds); None when it has no runs yet."""
+    params = notebook_params(preset)
+    llm_preset, arms, seeds = params["LLM_PRESET"], params["LLM_ARMS"], params["LLM_SEEDS"]
+    try:
+        runs = add_totals(load_runs(llm_preset, results, arms=arms, seeds=seeds))
+    except FileNotFoundError:
+        return None
+    r = llm_agent.readout(runs, arms)
+    lines = ["## The language-model agent", "",
+             (f"[07_llm_agent](notebooks/07_llm_agent.ipynb) trains SmolLM2-135M-Instruct with GRPO on TRL at preset "
+              f"`{llm_preset}`, seeds {sorted(set(runs.seed))} (a supervised warm start first; the notebook lists what "
+              "differs from the paper). Its claims are not counted above: with one seed each is inconclusive by "
+              "construction. Beside each, the same difference paired over the held-out tasks of the one training run."),
+             "", "| claim | statement | paper | ours (95% CI) | seeds | verdict | over held-out tasks (95% CI) |",
+             "|---|---|---|---|---|---|---|"]
+    shown = claims.claims_display(r.claims)
+    for cid, c in shown.iterrows():
+        tasks = (f"{r.by_task.loc[cid, 'over tasks (95% CI)']} ({r.by_task.loc[cid, 'verdict over tasks']})"
+                 if cid in r.by_task.index else "")
+        lines.append("| " + " | ".join(_cell(v) for v in (cid, c.statement, c.paper, c["ours (95% CI)"], c.seeds,
+                                                           c.verdict, tasks)) + " |")
+    return lines + ["", " ".join(r.sentences), ""]
+
+
 def _claims_rows(table: pd.DataFrame, notebook: str, figure: str) -> list[str]:
     shown = claims.claims_display(table)
     out = []
@@ -236,7 +262,8 @@ def results_page(results: str | Path, preset: str = "small") -> str:
             sentences += findings.profile_findings(summary_table(pd.read_parquet(profile)))
         paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", sentences)
     lines[4:4] = ["**In short.** " + in_short(tables, seeds), ""]
-    lines += ["", "## What each notebook shows", ""]
+    lines += [""] + (_llm_agent(results, preset) or [])
+    lines += ["## What each notebook shows", ""]
     for notebook in sorted(paragraphs):
         title, sentences = paragraphs[notebook]
         lines += [f"**[{notebook}](notebooks/{notebook}.ipynb)** ({title}). " + " ".join(sentences), ""]

@@ -1,0 +1,112 @@
+"""Notebook 07's readout (``wmrl.experiments.llm_agent``) on LLM run folders written by hand, checked
+against independent computations (scipy's Student-t interval and rank correlation, plain sums)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from wmrl.experiments import llm_agent as la
+from wmrl.experiments.collect import load_runs
+from wmrl.experiments.costs import add_totals
+from wmrl.experiments.results_page import results_page
+from wmrl.ledger import COMPONENTS
+
+TASKS = [("a", "tabular"), ("b", "tabular"), ("c", "text")]
+# final held-out percentile per task of each arm (fractions, as eval.parquet holds them)
+FINAL = {"untrained": [0.0, 0.0, 0.0], "sft": [0.2, 0.0, 0.1], "grpo": [0.3, 0.1, 0.1], "wm": [0.1, 0.1, 0.0],
+         "wmrl": [0.5, 0.0, 0.4]}
+PAIRS = pd.DataFrame({"step": [0, 0, 1, 1, 2, 2], "pred": [0.9, 0.9, 0.5, 0.9, 0.2, 0.9],
+                      "calibrated": [0.9, 0.9, 0.4, 0.6, 0.2, 0.6], "true": [0.1, 0.0, 0.5, 0.2, 0.0, 1.0]})
+WM = {"predictions": 20, "gated": 2, "requests": 24, "repairs": 4, "parse_failures": 2, "no_reply": 0, "defaulted": 3,
+      "demoted": 1}
+# seconds and items per step and component of a trained run's ledger
+LEDGER = {"generation": (30.0, 8), "world_model": (12.0, 6), "execution": (4.0, 2), "update": (50.0, 8)}
+
+
+def _write(root, arm: str, seed: int = 0) -> None:
+    d = root / "train" / "llm-small" / arm / f"seed{seed}"
+    d.mkdir(parents=True)
+    trained = arm not in ("untrained", "sft")
+    step = 3 if trained else 0
+    evals = pd.DataFrame([{"step": step, "task": t, "category": c, "percentile": p, "reward": p, "ok_rate": float(p > 0)}
+                          for (t, c), p in zip(TASKS, FINAL[arm])])
+    evals.to_parquet(d / "eval.parquet")
+    comps = {c: LEDGER[c] if trained and not (c == "world_model" and arm == "grpo")
+             and not (c == "execution" and arm == "wm") else (0.0, 0) for c in COMPONENTS}
+    pd.DataFrame([{"step": s, "component": c, "actual_s": v, "charged_s": v, "count": n}
+                  for s in range(step) for c, (v, n) in comps.items()]).to_parquet(d / "ledger.parquet")
+    if trained:
+        pd.DataFrame({"step": range(step), "train_reward": [0.1, 0.2, 0.3], "real_ok_rate": [0.5, np.nan, 1.0],
+                      "status_acc": [0.5, 0.75, 1.0], "kl": [0.0, 0.01, 0.02]}).to_parquet(d / "steps.parquet")
+    (PAIRS if arm == "wmrl" else PAIRS.iloc[:0]).to_parquet(d / "pairs.parquet")
+    per_cat = evals.groupby("category").percentile.mean()
+    summary = {"arm": arm, "seed": seed, "heldout": {"avg": float(per_cat.mean()), "per_category": per_cat.to_dict()},
+               "compute": {c: {"actual_s": v * step, "charged_s": v * step, "count": n * step}
+                           for c, (v, n) in comps.items()},
+               "llm": {"sft": None}, "provenance": {"git_commit": "abc", "date": "2026-12-01"}}
+    if arm in ("wm", "wmrl"):
+        summary["world_model"] = WM | {"parse_failure_rate": 0.1, "defaulted_rate": 0.15}
+    (d / "summary.json").write_text(json.dumps(summary))
+
+
+@pytest.fixture()
+def llm_runs(tmp_path):
+    for arm in FINAL:
+        _write(tmp_path, arm)
+    return tmp_path, add_totals(load_runs("llm-small", tmp_path))
+
+
+def test_the_task_paired_interval_is_the_student_t_interval_of_the_per_task_differences(llm_runs):
+    _, runs = llm_runs
+    t = la.task_paired(runs)
+    d = 100 * (np.array(FINAL["wmrl"]) - np.array(FINAL["grpo"]))
+    lo, hi = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
+    assert t.loc["L2", "mean"] == pytest.approx(d.mean())
+    assert (t.loc["L2", "lo"], t.loc["L2", "hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert (t.loc["L2", "first ahead"], t.loc["L2", "tied"], t.loc["L2", "second ahead"]) == (2, 0, 1)
+    assert t.loc["L2", "pairs"] == 3 and t.loc["L2", "verdict over tasks"] == "inconclusive"
+    assert set(t.index) == {"L0", "L1", "L2", "L3", "L4"}
+
+
+def test_anchor_fidelity_is_the_pairs_error_and_rank_correlation_and_the_mean_status_accuracy(llm_runs):
+    _, runs = llm_runs
+    f = la.anchor_fidelity(runs)
+    assert list(f.index) == ["wmrl"]  # the only arm that both predicts and executes
+    row = f.loc["wmrl"]
+    assert row["MAE raw"] == pytest.approx((PAIRS.pred - PAIRS.true).abs().mean())
+    assert row["MAE calibrated"] == pytest.approx((PAIRS.calibrated - PAIRS.true).abs().mean())
+    assert row["spearman raw"] == pytest.approx(sps.spearmanr(PAIRS.pred, PAIRS.true).statistic)
+    assert row["status accuracy"] == pytest.approx(0.75) and row.pairs == 6
+
+
+def test_the_world_models_rates_are_per_check_asked_and_the_compute_per_item_is_seconds_over_items(llm_runs):
+    _, runs = llm_runs
+    c = la.world_model_counts(runs).set_index("arm")
+    assert c.loc["wmrl", "parse_failure_rate"] == pytest.approx(2 / (24 - 4))
+    assert c.loc["wm", "defaulted_rate"] == pytest.approx(3 / 20)
+    comp = la.compute_breakdown(runs, list(FINAL))
+    assert list(comp.index) == ["grpo", "wm", "wmrl"]
+    assert comp.loc["wmrl", "wm_s_per_solution"] == pytest.approx(12.0 / 6)
+    assert comp.loc["wmrl", "execution_s_per_run"] == pytest.approx(4.0 / 2)
+    assert np.isnan(comp.loc["grpo", "wm_s_per_solution"]) and np.isnan(comp.loc["wm", "execution_s_per_run"])
+    assert comp.loc["grpo", "generation share"] == pytest.approx(30 / (30 + 4 + 50))
+
+
+def test_the_readouts_sentences_carry_the_computed_numbers_and_the_results_page_has_an_llm_section(llm_runs):
+    root, runs = llm_runs
+    r = la.readout(runs, list(FINAL))
+    text = " ".join(r.sentences)
+    assert "4 replies could not be parsed" in text and "40 checks" in text  # two runs of (24 - 4) checks, 2 failures each
+    assert "wmrl 67%" in text  # two of three held-out samples ran ok
+    page = results_page(root, "small")
+    assert "## The language-model agent" in page and "| L2 |" in page
+    assert "In short.** No claims could be tested yet" in page  # the LLM claims are not the grammar agent's count
+
+
+def test_a_preset_without_llm_runs_leaves_the_section_out(tmp_path):
+    assert "language-model agent" not in results_page(tmp_path, "small")

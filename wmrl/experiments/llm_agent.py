@@ -1,0 +1,204 @@
+r"""Notebook 07's readout: the LLM agent's runs, the paper's Table 1 claims of them, and its world model.
+
+The runs are the LLM agent's arms (:mod:`wmrl.trainer.llm.train`) at one preset: ``untrained``
+(the instruct model as it ships), ``sft`` (the supervised warm start the trained arms start from,
+when the preset has one) and the trained arms. What is read from them was decided before the
+``llm-small`` runs were trained:
+
+- **held-out Avg** (the paper's metric) and the **held-out ok rate** (the share of held-out
+  samples with a turn that ran ok) per arm, and each arm's percentile per held-out task;
+- **the claims** (:data:`wmrl.experiments.claims.LLM`) seed-paired as everywhere (with one seed
+  they are inconclusive by construction), and beside them the same differences paired over the
+  held-out tasks at the final evaluation (:func:`task_paired`): an interval over the tasks the
+  agent is scored on, *given its one training run*. It measures how consistently one run beats
+  another across tasks, not how a second seed would come out;
+- **the training signal** per step (:func:`step_table`): the reward the update saw, the real ok
+  rate of the executed groups, the reply length in tokens, turns, malformed replies, KL, entropy;
+- **the compute** (:func:`compute_breakdown`): measured seconds per component (generation, world
+  model, execution, update), the generation share, and the world model's seconds per scored
+  solution against execution's seconds per run;
+- **the LLM world model**: on the anchor pairs (the groups both predicted and executed), the raw
+  and calibrated score against the real reward (:func:`anchor_fidelity`); how often its reply
+  could not be parsed and its verdict defaulted to PASS (:func:`world_model_counts`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from wmrl.arms import get_arm
+from wmrl.experiments.claims import LLM, evaluate_claims, what_we_see
+from wmrl.experiments.collect import load_table
+from wmrl.experiments.costs import compute_table
+from wmrl.experiments.stats import fmt_ci, mean_ci, verdict
+from wmrl.world_model.llm import stat_rates
+
+__all__ = ["STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "compute_breakdown", "final_evals", "per_task", "readout",
+           "step_table", "task_paired", "world_model_counts"]
+
+#: The per-step columns of an LLM run that :func:`step_table` reads (where a run logged them).
+STEP_COLUMNS = ("train_reward", "real_reward", "wm_reward", "real_ok_rate", "status_acc", "completion_tokens",
+                "mean_turns", "malformed_rate", "rho", "eta2", "kl", "entropy")
+#: The LLM world model's counts of a run that :func:`world_model_counts` reports.
+WM_COUNTS = ("predictions", "requests", "repairs", "parse_failures", "defaulted")
+
+
+def final_evals(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's held-out rows (``eval.parquet``) at its last evaluation step, percentiles in points."""
+    evals = load_table(runs, "eval")
+    last = evals[evals.step == evals.groupby(["arm", "seed"]).step.transform("max")]
+    return last.assign(percentile=100 * last.percentile, ok_rate=100 * last.ok_rate).reset_index(drop=True)
+
+
+def per_task(runs: pd.DataFrame, arms) -> pd.DataFrame:
+    """Held-out percentile (avg@k, points) per task (rows) and arm (columns), mean over seeds."""
+    t = final_evals(runs).pivot_table(index=["category", "task"], columns="arm", values="percentile", aggfunc="mean")
+    return t[[a for a in arms if a in t.columns]]
+
+
+def task_paired(runs: pd.DataFrame, claims=LLM) -> pd.DataFrame:
+    """Each claim's difference (points) paired over held-out tasks and seeds at the final evaluation.
+
+    Per (seed, task): the two arms' avg@k percentiles, differenced. Reported: the mean with its 95%
+    Student-t interval over those pairs, the verdict that interval gives on the paper's side
+    (:func:`~wmrl.experiments.stats.verdict`), and on how many the first arm of the comparison is
+    ahead, tied or behind. An interval over the tasks of one training run, not over training runs.
+    """
+    last = final_evals(runs).set_index(["arm", "seed", "task"]).percentile
+    rows = []
+    for c in claims:
+        if c.op != "diff" or not {c.a, c.b} <= set(runs.arm):
+            continue
+        d = (last.loc[c.a] - last.loc[c.b]).dropna()
+        m, lo, hi = mean_ci(d.to_numpy())
+        rows.append({"claim": c.id, "comparison": c.label, "over tasks (95% CI)": fmt_ci(m, lo, hi, 1),
+                     "mean": m, "lo": lo, "hi": hi, "pairs": len(d), "first ahead": int((d > 0).sum()),
+                     "tied": int((d == 0).sum()), "second ahead": int((d < 0).sum()),
+                     "verdict over tasks": verdict(lo, hi, c.expect)})
+    return pd.DataFrame(rows).set_index("claim") if rows else pd.DataFrame()
+
+
+def step_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs' per-step rows (``steps.parquet``): :data:`STEP_COLUMNS` where logged."""
+    trained = runs[[get_arm(a).train for a in runs.arm]]
+    if trained.empty:
+        return pd.DataFrame(columns=["arm", "seed", "step"])
+    steps = load_table(trained, "steps")
+    return steps[["arm", "seed", "step", *[c for c in STEP_COLUMNS if c in steps]]]
+
+
+def compute_breakdown(runs: pd.DataFrame, arms) -> pd.DataFrame:
+    """Measured minutes per component and arm (mean over seeds), the generation share, and per item.
+
+    ``wm_s_per_solution`` and ``execution_s_per_run`` are a component's seconds over the items it
+    handled (solutions scored, scripts run) in training, from the compute ledger.
+    """
+    trained = [a for a in arms if get_arm(a).train and a in set(runs.arm)]
+    if not trained:
+        return pd.DataFrame()
+    t = compute_table(runs, trained, "actual") / 60
+    t.columns = [f"{c} (min)" for c in t.columns]
+    t["generation share"] = t["generation (min)"] / t["total (min)"]
+    ledger = load_table(runs[runs.arm.isin(trained)], "ledger")
+    per = ledger.groupby(["arm", "component"])[["actual_s", "count"]].sum()
+    for comp, name in (("world_model", "wm_s_per_solution"), ("execution", "execution_s_per_run")):
+        t[name] = [per.loc[(a, comp), "actual_s"] / per.loc[(a, comp), "count"]
+                   if (a, comp) in per.index and per.loc[(a, comp), "count"] > 0 else np.nan for a in trained]
+    return t
+
+
+def anchor_fidelity(runs: pd.DataFrame) -> pd.DataFrame:
+    """On each arm's anchor pairs: the world model's raw and calibrated score against the real reward.
+
+    Per arm (seeds pooled): pairs, mean raw / calibrated / real reward (the bias is the difference),
+    mean absolute error of each, Spearman's rank correlation of raw against real (NaN when either is
+    constant), and the status accuracy on anchor turns (``status_acc``, mean over steps).
+    """
+    with_pairs = runs[[get_arm(a).train and get_arm(a).world_model and get_arm(a).anchors for a in runs.arm]]
+    rows = []
+    if with_pairs.empty:
+        return pd.DataFrame(rows)
+    pairs, steps = load_table(with_pairs, "pairs"), load_table(with_pairs, "steps")
+    for arm, p in pairs.groupby("arm", sort=False):
+        const = p.pred.nunique() < 2 or p.true.nunique() < 2
+        rows.append({"arm": arm, "pairs": len(p), "raw": p.pred.mean(), "calibrated": p.calibrated.mean(),
+                     "real": p.true.mean(), "MAE raw": (p.pred - p.true).abs().mean(),
+                     "MAE calibrated": (p.calibrated - p.true).abs().mean(),
+                     "spearman raw": np.nan if const else float(spearmanr(p.pred, p.true).statistic),
+                     "status accuracy": steps.loc[steps.arm == arm, "status_acc"].mean()
+                     if "status_acc" in steps else np.nan})
+    return pd.DataFrame(rows).set_index("arm")
+
+
+def world_model_counts(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run with an LLM world model: its requests (repair rounds included), replies still unparsed after
+    the repair round, verdicts defaulted to PASS, and the rates per check asked
+    (:func:`~wmrl.world_model.llm.stat_rates`)."""
+    rows = []
+    for _, r in runs.iterrows():
+        wm = json.loads((Path(r["dir"]) / "summary.json").read_text()).get("world_model")
+        if wm:
+            rows.append({"arm": r["arm"], "seed": r["seed"], **{k: int(wm[k]) for k in WM_COUNTS},
+                         **stat_rates(wm)})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class LLMReadout:
+    """Everything notebook 07 and ``RESULTS.md`` read from the LLM runs."""
+
+    claims: pd.DataFrame
+    by_task: pd.DataFrame
+    tasks: pd.DataFrame
+    steps: pd.DataFrame
+    compute: pd.DataFrame
+    fidelity: pd.DataFrame
+    wm_counts: pd.DataFrame
+    sentences: list[str]
+
+
+def readout(runs: pd.DataFrame, arms) -> LLMReadout:
+    """The readout of ``runs`` (one row per run, as :func:`~wmrl.experiments.collect.load_arm_runs` gives)."""
+    arms = [a for a in arms if a in set(runs.arm)]
+    table = evaluate_claims(runs, [c for c in LLM if {c.a, c.b} <= set(arms)])
+    by_task = task_paired(runs)
+    compute = compute_breakdown(runs, arms)
+    fidelity, counts = anchor_fidelity(runs), world_model_counts(runs)
+    return LLMReadout(table, by_task, per_task(runs, arms), step_table(runs), compute, fidelity, counts,
+                      what_we_see(table) + _sentences(runs, arms, by_task, compute, fidelity, counts))
+
+
+def _sentences(runs, arms, by_task, compute, fidelity, counts) -> list[str]:
+    """The readout in words, every number computed from the tables above."""
+    out = []
+    ok = final_evals(runs).groupby("arm").ok_rate.mean()
+    out.append("Held-out samples with a turn that ran ok: " + ", ".join(f"{a} {ok[a]:.0f}%" for a in arms) + ".")
+    for cid, r in by_task.iterrows():
+        out.append(f"Over {r.pairs} held-out task pairs, {r.comparison} is {r['over tasks (95% CI)']} points "
+                   f"({r['first ahead']} ahead, {r.tied} tied, {r['second ahead']} behind; {r['verdict over tasks']} "
+                   f"over tasks, {cid}).")
+    if len(compute):
+        shares = ", ".join(f"{a} {s:.0%}" for a, s in compute["generation share"].items())
+        out.append(f"Generation's share of the measured training compute: {shares}.")
+        both = compute.dropna(subset=["wm_s_per_solution", "execution_s_per_run"])
+        for a, r in both.iterrows():
+            out.append(f"In {a}, the world model took {r.wm_s_per_solution:.1f} s per scored solution against "
+                       f"{r.execution_s_per_run:.1f} s per executed one.")
+    for a, r in fidelity.iterrows():
+        out.append(f"On {a}'s {r.pairs} anchor pairs the world model scored {r.raw:.2f} raw and {r.calibrated:.2f} "
+                   f"calibrated against {r.real:.2f} real (mean absolute error {r['MAE raw']:.2f} raw, "
+                   f"{r['MAE calibrated']:.2f} calibrated).")
+    if len(counts):
+        total = {k: int(counts[k].sum()) for k in WM_COUNTS}
+        rates = stat_rates(total)
+        out.append(f"The LLM world model (constrained decoding) was asked {total['requests'] - total['repairs']} "
+                   f"checks; {total['parse_failures']} replies could not be parsed after the repair round "
+                   f"({rates['parse_failure_rate']:.1%}) and {total['defaulted']} verdicts defaulted to PASS "
+                   f"({rates['defaulted_rate']:.1%}).")
+    return out
