@@ -102,6 +102,8 @@ def test_the_readouts_sentences_carry_the_computed_numbers_and_the_results_page_
     r = la.readout(runs, list(FINAL))
     text = " ".join(r.sentences)
     assert "4 replies could not be parsed" in text and "40 checks" in text  # two runs of (24 - 4) checks, 2 failures each
+    assert "40 predictions, 4 of them settled by the deterministic gate" in text
+    assert "grpo 75%" in text  # executed training trajectories that ran ok: mean of 0.5 and 1.0 over the logged steps
     assert "wmrl 67%" in text  # two of three held-out samples ran ok
     page = results_page(root, "small")
     assert "## The language-model agent" in page and "| L2 |" in page

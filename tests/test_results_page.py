@@ -68,7 +68,8 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
     assert "paired differences of 4.0 to 12.5 points" in text  # the ratio claim's factor is not a difference in points
 
 
-@pytest.mark.parametrize("notebook", ["08_fidelity_dial", "09_exploit_stress", "10_anchor_budget", "11_method_regime"])
+@pytest.mark.parametrize("notebook", ["07_llm_agent", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget",
+                                      "11_method_regime"])
 def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_says(notebook):
     """The page re-derives each beyond notebook's claims from results/ through the notebook's own calls:
     every claim sentence of the committed notebook's last "what we see" output is on the page."""

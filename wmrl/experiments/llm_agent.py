@@ -46,7 +46,7 @@ __all__ = ["STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "comput
 STEP_COLUMNS = ("train_reward", "real_reward", "wm_reward", "real_ok_rate", "status_acc", "completion_tokens",
                 "mean_turns", "malformed_rate", "rho", "eta2", "kl", "entropy")
 #: The LLM world model's counts of a run that :func:`world_model_counts` reports.
-WM_COUNTS = ("predictions", "requests", "repairs", "parse_failures", "defaulted")
+WM_COUNTS = ("predictions", "gated", "requests", "repairs", "parse_failures", "defaulted")
 
 
 def final_evals(runs: pd.DataFrame) -> pd.DataFrame:
@@ -137,8 +137,9 @@ def anchor_fidelity(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def world_model_counts(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per run with an LLM world model: its requests (repair rounds included), replies still unparsed after
-    the repair round, verdicts defaulted to PASS, and the rates per check asked
+    """Per run with an LLM world model: its predictions, those the deterministic gate settled without asking
+    the model (``gated``), its requests (repair rounds included), replies still unparsed after the repair
+    round, verdicts defaulted to PASS, and the rates per check asked
     (:func:`~wmrl.world_model.llm.stat_rates`)."""
     rows = []
     for _, r in runs.iterrows():
@@ -179,6 +180,11 @@ def _sentences(runs, arms, by_task, compute, fidelity, counts) -> list[str]:
     out = []
     ok = final_evals(runs).groupby("arm").ok_rate.mean()
     out.append("Held-out samples with a turn that ran ok: " + ", ".join(f"{a} {ok[a]:.0f}%" for a in arms) + ".")
+    steps = step_table(runs)
+    if "real_ok_rate" in steps and steps.real_ok_rate.notna().any():
+        real = steps.groupby("arm", sort=False).real_ok_rate.mean().dropna()
+        out.append("Executed training trajectories with a turn that ran ok (mean over steps): "
+                   + ", ".join(f"{a} {100 * v:.0f}%" for a, v in real.items()) + ".")
     for cid, r in by_task.iterrows():
         out.append(f"Over {r.pairs} held-out task pairs, {r.comparison} is {r['over tasks (95% CI)']} points "
                    f"({r['first ahead']} ahead, {r.tied} tied, {r['second ahead']} behind; {r['verdict over tasks']} "
@@ -191,14 +197,15 @@ def _sentences(runs, arms, by_task, compute, fidelity, counts) -> list[str]:
             out.append(f"In {a}, the world model took {r.wm_s_per_solution:.1f} s per scored solution against "
                        f"{r.execution_s_per_run:.1f} s per executed one.")
     for a, r in fidelity.iterrows():
-        out.append(f"On {a}'s {r.pairs} anchor pairs the world model scored {r.raw:.2f} raw and {r.calibrated:.2f} "
+        out.append(f"On {a}'s {int(r.pairs)} anchor pairs the world model scored {r.raw:.2f} raw and {r.calibrated:.2f} "
                    f"calibrated against {r.real:.2f} real (mean absolute error {r['MAE raw']:.2f} raw, "
                    f"{r['MAE calibrated']:.2f} calibrated).")
     if len(counts):
         total = {k: int(counts[k].sum()) for k in WM_COUNTS}
         rates = stat_rates(total)
-        out.append(f"The LLM world model (constrained decoding) was asked {total['requests'] - total['repairs']} "
-                   f"checks; {total['parse_failures']} replies could not be parsed after the repair round "
+        out.append(f"The LLM world model (constrained decoding) made {total['predictions']} predictions, "
+                   f"{total['gated']} of them settled by the deterministic gate without a request, and was asked "
+                   f"{total['requests'] - total['repairs']} checks; {total['parse_failures']} replies could not be parsed after the repair round "
                    f"({rates['parse_failure_rate']:.1%}) and {total['defaulted']} verdicts defaulted to PASS "
                    f"({rates['defaulted_rate']:.1%}).")
     return out
