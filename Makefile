@@ -42,7 +42,7 @@ reproduce-beyond: $(VENV)/.installed
 	$(PY) -m wmrl.reproduce --campaign beyond
 
 ## The LLM agent (notebook 07): SmolLM2-135M's warm start (cached per seed under the data root) and its five
-## arms at llm-small, one seed, every run retrained; about an hour and a half on 2 cores.
+## arms at llm-small, one seed, every run retrained; about 2 h 26 min on 2 cores (measured 2026-12-01).
 reproduce-llm: $(VENV)/.installed
 	rm -rf results/train/llm-small
 	$(PY) -m wmrl.reproduce --campaign llm
