@@ -170,17 +170,16 @@ def readout(runs: pd.DataFrame, arms) -> LLMReadout:
     table = evaluate_claims(runs, [c for c in LLM if {c.a, c.b} <= set(arms)])
     by_task = task_paired(runs)
     compute = compute_breakdown(runs, arms)
-    fidelity, counts = anchor_fidelity(runs), world_model_counts(runs)
-    return LLMReadout(table, by_task, per_task(runs, arms), step_table(runs), compute, fidelity, counts,
-                      what_we_see(table) + _sentences(runs, arms, by_task, compute, fidelity, counts))
+    fidelity, counts, steps = anchor_fidelity(runs), world_model_counts(runs), step_table(runs)
+    return LLMReadout(table, by_task, per_task(runs, arms), steps, compute, fidelity, counts,
+                      what_we_see(table) + _sentences(runs, arms, by_task, steps, compute, fidelity, counts))
 
 
-def _sentences(runs, arms, by_task, compute, fidelity, counts) -> list[str]:
+def _sentences(runs, arms, by_task, steps, compute, fidelity, counts) -> list[str]:
     """The readout in words, every number computed from the tables above."""
     out = []
     ok = final_evals(runs).groupby("arm").ok_rate.mean()
     out.append("Held-out samples with a turn that ran ok: " + ", ".join(f"{a} {ok[a]:.0f}%" for a in arms) + ".")
-    steps = step_table(runs)
     if "real_ok_rate" in steps and steps.real_ok_rate.notna().any():
         real = steps.groupby("arm", sort=False).real_ok_rate.mean().dropna()
         out.append("Executed training trajectories with a turn that ran ok (mean over steps): "
