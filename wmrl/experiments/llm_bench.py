@@ -23,8 +23,13 @@ __all__ = ["runnable_rate", "step_breakdown"]
 
 
 def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: int, timeout_s: float = 10.0,
-                  seed: int = 0, batch_size: int = 8) -> dict:
-    """Sample ``samples`` first-turn solutions per task from ``folder`` and run each in the real sandbox."""
+                  seed: int = 0, batch_size: int = 8, temperature: float = 1.0) -> dict:
+    """Sample ``samples`` first-turn solutions per task from ``folder`` and run each in the real sandbox.
+
+    ``temperature`` 0 decodes greedily. Measure on the training tasks (``--split train``) to choose a
+    setting: the held-out tasks are what the runs are evaluated on, so a choice made on them is tuned
+    on the outcome it is judged by.
+    """
     from wmrl.agent.llm.model import load_causal_lm
     from wmrl.ledger import ComputeLedger
     from wmrl.sandbox import Sandbox
@@ -34,7 +39,7 @@ def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: in
 
     model, tokenizer = load_causal_lm(folder)
     rows = [t for t in tasks for _ in range(samples)]
-    gen = TransformersGenerator(model, tokenizer, 1.0, batch_size=batch_size)
+    gen = TransformersGenerator(model, tokenizer, temperature, batch_size=batch_size)
     ledger = ComputeLedger()
     scorer = Scorer(Sandbox("local", timeout_s=timeout_s), None, ledger, None, 1)
     trajs = rollout(gen, tokenizer, rows, np.ones(len(rows), bool), np.zeros(len(rows), bool), scorer,
@@ -44,6 +49,7 @@ def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: in
     per_task = pd.Series([s == "ok" for s in status]).groupby([t.task.name for t in trajs]).mean()
     totals = ledger.totals()
     return {"model": str(folder), "contract": contract, "samples_per_task": samples, "max_new_tokens": max_new_tokens,
+            "temperature": temperature, "tasks": len(tasks),
             "runnable_rate": float(np.mean([s == "ok" for s in status])), "per_task": per_task.to_dict(),
             "statuses": pd.Series(status).value_counts().to_dict(),
             "mean_reward": float(np.mean([t.real_reward for t in trajs])),
@@ -88,6 +94,9 @@ def main(argv=None) -> int:
     r.add_argument("--contract", default="script", choices=("script", "fit_predict"))
     r.add_argument("--samples", type=int, default=2)
     r.add_argument("--max-new-tokens", type=int, default=384)
+    r.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
+    r.add_argument("--split", default="heldout", choices=("train", "heldout"),
+                   help="the tasks to sample for (choose settings on train: held-out is what runs are judged on)")
     args = ap.parse_args(argv)
     if args.cmd == "step":
         from wmrl.config import parse_set
@@ -103,7 +112,9 @@ def main(argv=None) -> int:
     else:
         from wmrl.tasks import get_pool
 
-        result = runnable_rate(args.model, args.contract, get_pool().heldout, args.samples, args.max_new_tokens)
+        pool = get_pool()
+        result = runnable_rate(args.model, args.contract, getattr(pool, args.split), args.samples,
+                               args.max_new_tokens, temperature=args.temperature)
     print(json.dumps(result, indent=1, default=str))
     return 0
 
