@@ -152,7 +152,7 @@ else:
 # how far from running the solutions are, and no claim reads it.
 
 # %% tags=["nbval-check-output"]
-final = la.final_evals(runs).groupby(["arm", "seed"])[["ok_rate", "reward"]].mean()
+final = r.final.groupby(["arm", "seed"])[["ok_rate", "reward"]].mean()
 runs["ok_rate"] = [final.loc[(a, s), "ok_rate"] for a, s in zip(runs.arm, runs.seed)]
 runs["reward"] = [final.loc[(a, s), "reward"] for a, s in zip(runs.arm, runs.seed)]
 cols = {"held-out Avg (%)": ("avg", 100, 1), "held-out ok (%)": ("ok_rate", 1, 0),
@@ -277,11 +277,8 @@ ax.set(xlabel="arm", ylabel="measured training compute (CPU-minutes)", title="Wh
 ax.legend(loc="best")
 
 ax = axes[1, 1]
-with_pairs = runs[[get_arm(a).train and get_arm(a).anchors and get_arm(a).world_model for a in runs.arm]]
-if len(with_pairs):
-    from wmrl.experiments.collect import load_table
-
-    pairs = load_table(with_pairs, "pairs")
+pairs = r.pairs
+if len(pairs):
     jitter = np.random.default_rng(0).uniform(-0.015, 0.015, len(pairs))  # pairs share a few reward rungs
     ax.plot(pairs.true + jitter, pairs.pred, "o", ms=5, color="tab:red", mfc="white", label="raw world model")
     ax.plot(pairs.true + jitter, pairs.calibrated, "o", ms=4, color="tab:green", label="calibrated (OD)")

@@ -63,7 +63,7 @@ def llm_runs(tmp_path):
 
 def test_the_task_paired_interval_is_the_student_t_interval_of_the_per_task_differences(llm_runs):
     _, runs = llm_runs
-    t = la.task_paired(runs)
+    t = la.task_paired(la.final_evals(runs))
     d = 100 * (np.array(FINAL["wmrl"]) - np.array(FINAL["grpo"]))
     lo, hi = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
     assert t.loc["L2", "mean"] == pytest.approx(d.mean())
@@ -75,7 +75,7 @@ def test_the_task_paired_interval_is_the_student_t_interval_of_the_per_task_diff
 
 def test_anchor_fidelity_is_the_pairs_error_and_rank_correlation_and_the_mean_status_accuracy(llm_runs):
     _, runs = llm_runs
-    f = la.anchor_fidelity(runs)
+    f = la.anchor_fidelity(la.anchor_pairs(runs), la.step_table(runs))
     assert list(f.index) == ["wmrl"]  # the only arm that both predicts and executes
     row = f.loc["wmrl"]
     assert row["MAE raw"] == pytest.approx((PAIRS.pred - PAIRS.true).abs().mean())

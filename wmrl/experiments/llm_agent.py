@@ -39,8 +39,8 @@ from wmrl.experiments.costs import compute_table
 from wmrl.experiments.stats import fmt_ci, mean_ci, verdict
 from wmrl.world_model.llm import stat_rates
 
-__all__ = ["STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "compute_breakdown", "final_evals", "per_task", "readout",
-           "step_table", "task_paired", "world_model_counts"]
+__all__ = ["STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "anchor_pairs", "compute_breakdown",
+           "final_evals", "per_task", "readout", "step_table", "task_paired", "world_model_counts"]
 
 #: The per-step columns of an LLM run that :func:`step_table` reads (where a run logged them).
 STEP_COLUMNS = ("train_reward", "real_reward", "wm_reward", "real_ok_rate", "status_acc", "completion_tokens",
@@ -56,24 +56,27 @@ def final_evals(runs: pd.DataFrame) -> pd.DataFrame:
     return last.assign(percentile=100 * last.percentile, ok_rate=100 * last.ok_rate).reset_index(drop=True)
 
 
-def per_task(runs: pd.DataFrame, arms) -> pd.DataFrame:
-    """Held-out percentile (avg@k, points) per task (rows) and arm (columns), mean over seeds."""
-    t = final_evals(runs).pivot_table(index=["category", "task"], columns="arm", values="percentile", aggfunc="mean")
+def per_task(final: pd.DataFrame, arms) -> pd.DataFrame:
+    """Held-out percentile (avg@k, points) per task (rows) and arm (columns), mean over seeds.
+
+    ``final``: the runs' last evaluation, as :func:`final_evals` reads it.
+    """
+    t = final.pivot_table(index=["category", "task"], columns="arm", values="percentile", aggfunc="mean")
     return t[[a for a in arms if a in t.columns]]
 
 
-def task_paired(runs: pd.DataFrame, claims=LLM) -> pd.DataFrame:
+def task_paired(final: pd.DataFrame, claims=LLM) -> pd.DataFrame:
     """Each claim's difference (points) paired over held-out tasks and seeds at the final evaluation.
 
-    Per (seed, task): the two arms' avg@k percentiles, differenced. Reported: the mean with its 95%
+    Per (seed, task) of ``final`` (:func:`final_evals`): the two arms' avg@k percentiles, differenced. Reported: the mean with its 95%
     Student-t interval over those pairs, the verdict that interval gives on the paper's side
     (:func:`~wmrl.experiments.stats.verdict`), and on how many the first arm of the comparison is
     ahead, tied or behind. An interval over the tasks of one training run, not over training runs.
     """
-    last = final_evals(runs).set_index(["arm", "seed", "task"]).percentile
+    last = final.set_index(["arm", "seed", "task"]).percentile
     rows = []
     for c in claims:
-        if c.op != "diff" or not {c.a, c.b} <= set(runs.arm):
+        if c.op != "diff" or not {c.a, c.b} <= set(final.arm):
             continue
         d = (last.loc[c.a] - last.loc[c.b]).dropna()
         m, lo, hi = mean_ci(d.to_numpy())
@@ -113,18 +116,24 @@ def compute_breakdown(runs: pd.DataFrame, arms) -> pd.DataFrame:
     return t
 
 
-def anchor_fidelity(runs: pd.DataFrame) -> pd.DataFrame:
+def anchor_pairs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The anchor pairs (``pairs.parquet``: predicted, calibrated, real) of the arms that both predict and
+    execute; empty when no run does."""
+    with_pairs = runs[[get_arm(a).train and get_arm(a).world_model and get_arm(a).anchors for a in runs.arm]]
+    if with_pairs.empty:
+        return pd.DataFrame(columns=["arm", "seed", "pred", "calibrated", "true"])
+    return load_table(with_pairs, "pairs")
+
+
+def anchor_fidelity(pairs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """On each arm's anchor pairs: the world model's raw and calibrated score against the real reward.
 
-    Per arm (seeds pooled): pairs, mean raw / calibrated / real reward (the bias is the difference),
-    mean absolute error of each, Spearman's rank correlation of raw against real (NaN when either is
-    constant), and the status accuracy on anchor turns (``status_acc``, mean over steps).
+    Per arm of ``pairs`` (:func:`anchor_pairs`; seeds pooled): pairs, mean raw / calibrated / real
+    reward (the bias is the difference), mean absolute error of each, Spearman's rank correlation of
+    raw against real (NaN when either is constant), and the status accuracy on anchor turns
+    (``status_acc`` of ``steps``, :func:`step_table`; mean over steps).
     """
-    with_pairs = runs[[get_arm(a).train and get_arm(a).world_model and get_arm(a).anchors for a in runs.arm]]
     rows = []
-    if with_pairs.empty:
-        return pd.DataFrame(rows)
-    pairs, steps = load_table(with_pairs, "pairs"), load_table(with_pairs, "steps")
     for arm, p in pairs.groupby("arm", sort=False):
         const = p.pred.nunique() < 2 or p.true.nunique() < 2
         rows.append({"arm": arm, "pairs": len(p), "raw": p.pred.mean(), "calibrated": p.calibrated.mean(),
@@ -133,7 +142,7 @@ def anchor_fidelity(runs: pd.DataFrame) -> pd.DataFrame:
                      "spearman raw": np.nan if const else float(spearmanr(p.pred, p.true).statistic),
                      "status accuracy": steps.loc[steps.arm == arm, "status_acc"].mean()
                      if "status_acc" in steps else np.nan})
-    return pd.DataFrame(rows).set_index("arm")
+    return pd.DataFrame(rows).set_index("arm") if rows else pd.DataFrame()
 
 
 def world_model_counts(runs: pd.DataFrame) -> pd.DataFrame:
@@ -152,8 +161,10 @@ def world_model_counts(runs: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class LLMReadout:
-    """Everything notebook 07 and ``RESULTS.md`` read from the LLM runs."""
+    """Everything notebook 07 and ``RESULTS.md`` read from the LLM runs (each run's files read once)."""
 
+    final: pd.DataFrame
+    pairs: pd.DataFrame
     claims: pd.DataFrame
     by_task: pd.DataFrame
     tasks: pd.DataFrame
@@ -168,17 +179,18 @@ def readout(runs: pd.DataFrame, arms) -> LLMReadout:
     """The readout of ``runs`` (one row per run, as :func:`~wmrl.experiments.collect.load_arm_runs` gives)."""
     arms = [a for a in arms if a in set(runs.arm)]
     table = evaluate_claims(runs, [c for c in LLM if {c.a, c.b} <= set(arms)])
-    by_task = task_paired(runs)
+    final, pairs, steps = final_evals(runs), anchor_pairs(runs), step_table(runs)
+    by_task = task_paired(final)
     compute = compute_breakdown(runs, arms)
-    fidelity, counts, steps = anchor_fidelity(runs), world_model_counts(runs), step_table(runs)
-    return LLMReadout(table, by_task, per_task(runs, arms), steps, compute, fidelity, counts,
-                      what_we_see(table) + _sentences(runs, arms, by_task, steps, compute, fidelity, counts))
+    fidelity, counts = anchor_fidelity(pairs, steps), world_model_counts(runs)
+    return LLMReadout(final, pairs, table, by_task, per_task(final, arms), steps, compute, fidelity, counts,
+                      what_we_see(table) + _sentences(final, arms, by_task, steps, compute, fidelity, counts))
 
 
-def _sentences(runs, arms, by_task, steps, compute, fidelity, counts) -> list[str]:
+def _sentences(final, arms, by_task, steps, compute, fidelity, counts) -> list[str]:
     """The readout in words, every number computed from the tables above."""
     out = []
-    ok = final_evals(runs).groupby("arm").ok_rate.mean()
+    ok = final.groupby("arm").ok_rate.mean()
     out.append("Held-out samples with a turn that ran ok: " + ", ".join(f"{a} {ok[a]:.0f}%" for a in arms) + ".")
     if "real_ok_rate" in steps and steps.real_ok_rate.notna().any():
         real = steps.groupby("arm", sort=False).real_ok_rate.mean().dropna()
