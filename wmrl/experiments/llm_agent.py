@@ -68,8 +68,8 @@ def per_task(final: pd.DataFrame, arms) -> pd.DataFrame:
 def task_paired(final: pd.DataFrame, claims=LLM) -> pd.DataFrame:
     """Each claim's difference (points) paired over held-out tasks and seeds at the final evaluation.
 
-    Per (seed, task) of ``final`` (:func:`final_evals`): the two arms' avg@k percentiles, differenced. Reported: the mean with its 95%
-    Student-t interval over those pairs, the verdict that interval gives on the paper's side
+    Per (seed, task) of ``final`` (:func:`final_evals`): the two arms' avg@k percentiles, differenced.
+    Reported: the mean with its 95% Student-t interval over those pairs, the verdict that interval gives on the paper's side
     (:func:`~wmrl.experiments.stats.verdict`), and on how many the first arm of the comparison is
     ahead, tied or behind. An interval over the tasks of one training run, not over training runs.
     """
