@@ -49,12 +49,12 @@
 # from notebook 05's fixed set of scripts (another footing, labelled as such).
 #
 # **What the `small` preset trains, and why so little.** An oracle run must execute every script to
-# know its truth, so it costs about what a `grpo` run does (section 6 gives the count). To keep the
-# `beyond` campaign (notebooks 07-10, `make reproduce-beyond`) inside its 2 hours, the `small`
-# preset trains `wmrl` alone at three noise levels (0, 0.2, 1.0) on 3 seeds, and marks only the
-# `paper` profile (notebook 05, section 5, compares the two profiles on a trained agent). The claims
-# that need the pure world model (D1, D3) are then not tested; the smoke preset trains `wm` too, so
-# their code runs. A wider dial is one parameter away: `-y 'FIDELITY_ARMS: [wm, mix, od, wmrl]'`,
+# know its truth, so it costs about what a `grpo` run does (section 6 gives the count). The `small`
+# preset trains `wmrl` and the pure world model `wm` at three noise levels (0, 0.2, 1.0) on 3 seeds
+# (18 runs), and marks only the `paper` profile (notebook 05, section 5, compares the two profiles
+# on a trained agent). `mix` and `od` are not trained at the `small` preset: 18 more runs would
+# take the `beyond` campaign (notebooks 08-10, `make reproduce-beyond`) far past its 2 hours. A
+# wider dial is one parameter away: `-y 'FIDELITY_ARMS: [wm, mix, od, wmrl]'`,
 # `-y 'FIDELITY_LEVELS: [0.0, 0.08, 0.2, 0.4, 1.0]'` (60 runs; at the 4.3 minutes a run these took, about 4 hours
 # on 2 cores).
 #

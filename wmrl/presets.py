@@ -123,10 +123,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 10_anchor_budget: of 8 groups, 5% and 12.5% -> 1 (the default runs), 25% -> 2, 50% -> 4
                   "BUDGET_SHARES": [0.05, 0.125, 0.25, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"],
                   "BUDGET_ACTIVE_SHARES": [0.125, 0.25],
-                  # 08_fidelity_dial, sized to the beyond campaign's 2 hours: an oracle run executes every
-                  # script to know its truth, so it costs about what a grpo run does; wmrl alone at three
-                  # levels (9 runs) beside the paper profile's default runs (the pessimistic one is notebook 05's)
-                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.2, 1.0], "FIDELITY_ARMS": ["wmrl"],
+                  # 08_fidelity_dial: an oracle run executes every script to know its truth, so it costs
+                  # about what a grpo run does; wmrl and the pure world model (D1, D3) at three levels
+                  # (18 runs) beside the paper profile's default runs (the pessimistic one is notebook 05's);
+                  # mix and od would double it, past the beyond campaign's budget
+                  **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.2, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
                   "FIDELITY_PROFILES": ["paper"],
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
