@@ -97,13 +97,10 @@ class ScriptedGenerator:
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
+def tokenizer(smollm2_folder):
     from transformers import AutoTokenizer
 
-    from wmrl.agent.llm.model import smollm2_folder
-    from wmrl.trainer.components import data_root
-
-    return AutoTokenizer.from_pretrained(str(smollm2_folder(data_root() / "models")))
+    return AutoTokenizer.from_pretrained(str(smollm2_folder))
 
 
 def test_a_rollout_feeds_back_masks_the_feedback_and_stops_at_the_first_turn_that_runs(pool, tokenizer):

@@ -15,21 +15,13 @@ trl = pytest.importorskip("trl", reason="the LLM agent needs TRL: pip install -e
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    from wmrl.agent.llm.model import smollm2_folder
-    from wmrl.trainer.components import data_root
-
-    return smollm2_folder(data_root() / "models")
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory, smollm2):
+def tiny_model(tmp_path_factory, smollm2_folder):
     """A randomly initialised two-layer Llama with SmolLM2's tokenizer: TRL's code paths in a second."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     folder = tmp_path_factory.mktemp("tiny")
-    tok = AutoTokenizer.from_pretrained(str(smollm2))
+    tok = AutoTokenizer.from_pretrained(str(smollm2_folder))
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                       num_attention_heads=2, num_key_value_heads=1, pad_token_id=tok.pad_token_id,
@@ -224,7 +216,7 @@ ARMS = ["wmrl", *(pytest.param(a, marks=pytest.mark.llm_heavy) for a in ("untrai
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arm", ARMS)
-def test_llm_smoke_runs_each_trainer_path_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2):
+def test_llm_smoke_runs_each_trainer_path_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2_folder):
     from wmrl.arms import get_arm
     from wmrl.experiments.run import run_arm
 
@@ -275,7 +267,7 @@ def _run_killed_after_first_checkpoint(arm: str, out: Path, overrides: dict) -> 
 
 @pytest.mark.slow
 @pytest.mark.llm_heavy
-def test_a_killed_llm_run_resumes_and_ends_bit_identical_to_an_uninterrupted_one(pool, tmp_path, smollm2):
+def test_a_killed_llm_run_resumes_and_ends_bit_identical_to_an_uninterrupted_one(pool, tmp_path, smollm2_folder):
     """A wmrl run (world model, anchors, Online Debiasing and IVD state) killed after its first checkpoint and
     rerun ends where a run never interrupted ends: the same step rows (rewards, eta^2, rho, loss, KL, the world
     model's counts), evaluations, anchor pairs, calibration snapshots, world-model totals and final weights, bit for
@@ -365,7 +357,7 @@ def test_the_world_models_run_totals_are_the_sums_of_its_logged_steps_with_rates
     assert RunLog(steps=[{"step": 0, "wm_reward": 0.1}]).world_model_totals() is None
 
 
-def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool, smollm2):
+def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool, smollm2_folder):
     """The paper preset's routing (1 anchor group of 8), prompts, rollout and reward hook, without a GPU:
     a stub generator writes a real solution, anchors run in the real sandbox, a stub world model scores the rest."""
     from transformers import AutoTokenizer
@@ -381,7 +373,7 @@ def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool
     from wmrl.world_model.base import aggregate
 
     cfg = run_config("wmrl", "llm-paper", agent="llm", overrides={"sandbox.backend": "local", "sandbox.timeout_s": 30.0})
-    tok = AutoTokenizer.from_pretrained(str(smollm2))
+    tok = AutoTokenizer.from_pretrained(str(smollm2_folder))
     task = pool["iris_species"]
     reply = reply_for(script_target(task, baseline_choices(task)))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from _notebooks import NAMES, RESULTS, papermill, run_notebook
+from _notebooks import NAMES, NOTEBOOKS, RESULTS, papermill, run_notebook
 
 SETUP_CELLS = 1  # code cells allowed between the parameters and the failing check (e.g. imports)
 
@@ -29,24 +29,59 @@ def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_
     assert not any(problems.values()), {k: v for k, v in problems.items() if v}
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize(
+BAD_PARAMETERS = pytest.mark.parametrize(
     "bad, hint",
     [({"MODE": "trian"}, "pass one of ['replay', 'train']"),
      ({"PRESET": "huge"}, "pass one of"),
      ({"MODE": "replay"}, "MODE='train'")],  # replay with an empty RESULTS_DIR
     ids=["unknown-mode", "unknown-preset", "replay-without-results"],
 )
-def test_a_wrong_parameter_fails_in_the_first_cells_with_a_message_saying_what_to_pass(
-    name, bad, hint, tmp_path, kernel
+
+
+def _is_parameters(cell) -> bool:
+    return bool({"parameters", "injected-parameters"} & set(cell.metadata.get("tags", [])))
+
+
+def _run_cell(source: str, label: str, namespace: dict) -> None:
+    exec(compile(source, label, "exec"), namespace)  # noqa: S102 - the repository's own notebook cells
+
+
+@BAD_PARAMETERS
+def test_through_papermill_a_wrong_parameter_fails_in_the_first_cells_with_a_message_saying_what_to_pass(
+    bad, hint, tmp_path, kernel
 ):
+    name = NAMES[1]  # one notebook end to end through papermill and a kernel; every notebook in-process below
     with pytest.raises(papermill.PapermillExecutionError) as info:
         run_notebook(name, tmp_path, kernel, **bad)
     assert info.value.ename == "ParameterError"
     assert hint in info.value.evalue
     cells = nbformat.read(tmp_path / f"{name}.ipynb", as_version=4).cells
-    ran_before = [
-        c for c in cells[: info.value.cell_index]
-        if c.cell_type == "code" and not {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))
-    ]
+    ran_before = [c for c in cells[: info.value.cell_index] if c.cell_type == "code" and not _is_parameters(c)]
     assert len(ran_before) <= SETUP_CELLS, f"the parameter check must come right after the parameters cell in {name}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@BAD_PARAMETERS
+def test_a_wrong_parameter_fails_in_the_first_cells_with_a_message_saying_what_to_pass(
+    name, bad, hint, tmp_path, monkeypatch
+):
+    """The same check for every notebook, its cells executed in this process as papermill would run them (the
+    parameters cell, then the injected values, then the code cells in order) until one raises: a kernel start
+    per case would cost seconds each."""
+    from wmrl.experiments.notebook import ParameterError
+
+    monkeypatch.chdir(NOTEBOOKS)
+    code = [c for c in nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4).cells if c.cell_type == "code"]
+    first = next(i for i, c in enumerate(code) if _is_parameters(c))
+    params = {"RESULTS_DIR": str(tmp_path / "results"), "FIGURES_DIR": str(tmp_path / "figures"), **bad}
+    namespace = {"__name__": "__main__"}
+    _run_cell(code[first].source, f"{name}: parameters", namespace)
+    namespace.update(params)
+    for k, cell in enumerate(code[first + 1:first + 2 + SETUP_CELLS], start=first + 1):
+        assert not cell.source.lstrip().startswith(("%", "!")), f"{name}'s code cell {k} is not plain Python"
+        try:
+            _run_cell(cell.source, f"{name}: code cell {k}", namespace)
+        except ParameterError as exc:
+            assert hint in str(exc)
+            return
+    pytest.fail(f"no ParameterError in the {SETUP_CELLS + 1} code cells after {name}'s parameters cell")

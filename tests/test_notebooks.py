@@ -21,11 +21,12 @@ from wmrl.presets import notebook_params
 
 
 @pytest.fixture(scope="session")
-def shared_results(tmp_path_factory, pool) -> Path:
+def shared_results(tmp_path_factory, pool, smollm2_link) -> Path:
     """One results folder for every smoke run: notebooks 01-05 share training runs, which train once.
 
-    Asking for ``pool`` puts the task pool into the run's temporary data root first: the kernels
-    inherit ``WMRL_DATA`` and find it there (their memo goes there too)."""
+    Asking for ``pool`` puts the task pool into the run's temporary data root first, and SmolLM2's
+    float32 folder is linked there (notebook 05 scores scripts with it): the kernels inherit
+    ``WMRL_DATA`` and find both there (their memo goes there too)."""
     return tmp_path_factory.mktemp("shared")
 
 

@@ -288,8 +288,8 @@ def check_real_predictions(predictions, wm):
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    pytest.importorskip("transformers")
+def smollm2(smollm2_folder):
+    """The default backend: SmolLM2's float32 folder under the data root (linked to the machine's build)."""
     from wmrl.world_model import TransformersBackend
     return TransformersBackend()
 
@@ -316,6 +316,26 @@ def test_smollm2_sampling_follows_the_seeds_it_is_given(smollm2):
 
     assert sample(11) == sample(11)
     assert len({sample(s) for s in range(6)}) > 1  # temperature 1.0: six seeds do not all agree
+
+
+@pytest.mark.slow
+@pytest.mark.llm_heavy
+def test_the_dequantised_folder_the_default_backend_loads_is_the_gguf_model(smollm2):
+    """The default backend loads SmolLM2's float32 folder, built once from the GGUF file: the same tokens and the
+    same next-token logits as the GGUF file loaded directly (transformers dequantises it on every load)."""
+    import torch
+
+    from wmrl.models import smollm2_gguf
+    from wmrl.world_model import TransformersBackend
+
+    gguf = TransformersBackend(str(smollm2_gguf()), constrained=False)
+    assert gguf.gguf_file and not smollm2.gguf_file
+    text = "def fit_predict(train, test):\n    from sklearn.linear_model import LogisticRegression\n"
+    ids = smollm2.tokenizer(text, return_tensors="pt").input_ids
+    assert ids.tolist() == gguf.tokenizer(text, return_tensors="pt").input_ids.tolist()
+    with torch.no_grad():
+        mine, theirs = smollm2.network(ids).logits, gguf.network(ids).logits
+    assert torch.allclose(mine, theirs, atol=1e-4, rtol=0), (mine - theirs).abs().max()
 
 
 def start_server(command: list[str], log_path, ready_within_s: float = 600.0) -> tuple[subprocess.Popen, str]:

