@@ -91,6 +91,50 @@ class _Trainer:
         global_step = 0
 
 
+def test_the_warm_start_is_built_once_per_configuration_and_runnable_targets_keep_only_what_ran(pool, tmp_path,
+                                                                                                 tiny_model):
+    """SFTTrainer fits the habits' solutions of the training tasks (2 steps of the tiny model), into a folder keyed by
+    the configuration and reused on the next call; ``llm.sft_targets='runnable'`` fits only the targets that ran ok
+    in the sandbox (as :func:`wmrl.trainer.llm.sft.execute_targets` runs them), under a key of its own."""
+    from wmrl.presets import run_config
+    from wmrl.runs import per_category
+    from wmrl.trainer.components import make_sandbox
+    from wmrl.trainer.llm.sft import execute_targets, sft_dataset, sft_folder
+
+    over = {"llm.sft_steps": 2, "llm.sft_per_task": 2, "llm.sft_batch": 1, "llm.contract": "fit_predict"}
+    habits = run_config("sft", "llm-smoke", 0, over, agent="llm")
+    tasks = per_category(pool.train, habits.train.train_tasks)
+    folder, record = sft_folder(habits, tiny_model, tasks, tmp_path)
+    assert (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file()
+    rows = sft_dataset(tasks, "fit_predict", 2, 0, habits.sandbox.timeout_s, habits.sandbox.memory_mb)
+    assert record["examples"] == record["drawn"] == len(rows) and record["steps"] == 2
+    assert record["targets"] == "habits" and record["tasks"] == sorted(t.name for t in tasks)
+    assert sft_folder(habits, tiny_model, tasks, tmp_path) == (folder, record)  # built once: reused
+
+    runnable = run_config("sft", "llm-smoke", 0, {**over, "llm.sft_targets": "runnable"}, agent="llm")
+    ok = sum(r.status == "ok" for _, r in execute_targets(rows, tasks, "fit_predict", make_sandbox(runnable.sandbox)))
+    assert 0 < ok < len(rows), f"{ok} of {len(rows)} targets ran: the filter needs both kinds to show what it keeps"
+    other, kept = sft_folder(runnable, tiny_model, tasks, tmp_path)
+    assert other != folder and kept["targets"] == "runnable"
+    assert kept["drawn"] == len(rows) and kept["examples"] == ok
+
+
+def test_a_runnable_warm_start_with_no_target_that_runs_is_refused_saying_so(pool, tmp_path, tiny_model,
+                                                                             monkeypatch):
+    from wmrl.presets import run_config
+    from wmrl.runs import per_category
+    from wmrl.sandbox.result import ExecutionResult
+    from wmrl.trainer.llm import sft
+
+    monkeypatch.setattr(sft, "execute_targets", lambda rows, tasks, contract, sandbox: [
+        (None, ExecutionResult("runtime_error", "ValueError", 3)) for _ in rows])
+    cfg = run_config("sft", "llm-smoke", 0, {"llm.sft_steps": 2, "llm.sft_per_task": 2,
+                                              "llm.sft_targets": "runnable"}, agent="llm")
+    with pytest.raises(RuntimeError, match="none of the 6 warm-start targets ran ok"):
+        sft.sft_folder(cfg, tiny_model, per_category(pool.train, cfg.train.train_tasks), tmp_path)
+    assert not any(tmp_path.iterdir()), "nothing is left behind"
+
+
 def test_the_reward_hook_returns_the_steps_fused_rewards_scaled_by_the_group_count():
     """G w_g R_gi, with R from the WMRL step (real on anchors, calibrated predictions elsewhere)."""
     from wmrl.config import MethodConfig

@@ -140,6 +140,11 @@ class LLMConfig:
     sft_lr: float = 5e-5
     sft_batch: int = 4
     sft_per_task: int = 24  # grammar-rendered solutions per training task in the SFT set
+    #: which of those solutions the warm start is fitted to: ``habits``, every draw of the grammar
+    #: agent's habits, mistakes included (its realistic failure rate); ``runnable``, only the draws
+    #: that run ok in the sandbox on their training task (rejection sampling, run once while the
+    #: set is built)
+    sft_targets: Literal["habits", "runnable"] = "habits"
     #: GRPO loss aggregation in TRL: ``dr_grpo`` sums token log-probs with a constant normaliser
     #: (the paper's sequence log-probability g = 1/n sum_i A_i grad log pi(tau_i), up to a constant)
     loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo"] = "dr_grpo"

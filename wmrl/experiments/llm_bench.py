@@ -6,6 +6,11 @@ seconds per run, and the step's breakdown (generation / world model / execution 
 ``python -m wmrl.experiments.llm_bench runnable --model FOLDER --contract fit_predict --samples 2``
 samples solutions for every held-out task and runs them for real: the share that runs ok is the
 number that says whether a model can learn anything from GRPO at all.
+``python -m wmrl.experiments.llm_bench targets --preset llm-small`` runs the supervised warm start's
+own targets (the grammar habits' solutions for the training tasks, :func:`wmrl.trainer.llm.sft.sft_dataset`)
+in the sandbox: the share of them that runs is the most a warm start fitted to them can be expected
+to reach. ``... warm-start --preset llm-small --set llm.sft_targets=runnable`` builds (or finds) a
+warm start and prints its folder, for ``runnable --model FOLDER --split train``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["runnable_rate", "step_breakdown"]
+__all__ = ["runnable_rate", "step_breakdown", "target_rate"]
 
 
 def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: int, timeout_s: float = 10.0,
@@ -57,6 +62,26 @@ def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: in
             "tokens_per_s": gen.tokens_out / max(float(totals.loc["generation", "actual_s"]), 1e-9),
             "examples": [{"task": t.task.name, "status": s, "reason": t.turns[0].real.reason if t.turns[0].real else "",
                           "reply": t.turns[0].reply[:800]} for t, s in list(zip(trajs, status))[:3]]}
+
+
+def target_rate(preset: str = "llm-small", seed: int = 0, pool=None) -> dict:
+    """Run every target of ``preset``'s warm-start data set (as its SFT would draw them) in the sandbox."""
+    from wmrl.presets import run_config
+    from wmrl.runs import per_category
+    from wmrl.tasks import get_pool
+    from wmrl.trainer.components import make_sandbox
+    from wmrl.trainer.llm.sft import execute_targets, sft_dataset
+
+    cfg = run_config("sft", preset, seed, agent="llm")
+    sb, contract = cfg.sandbox, cfg.llm.contract
+    tasks = per_category((pool or get_pool()).train, cfg.train.train_tasks)
+    rows = sft_dataset(tasks, contract, cfg.llm.sft_per_task, seed, sb.timeout_s, sb.memory_mb)
+    ran = execute_targets(rows, tasks, contract, make_sandbox(sb))
+    frame = pd.DataFrame({"task": [t.name for t, _ in ran], "status": [r.status for _, r in ran]})
+    return {"preset": preset, "seed": seed, "contract": contract, "targets": len(frame),
+            "runnable_rate": float((frame.status == "ok").mean()),
+            "per_task": frame.assign(ok=frame.status == "ok").groupby("task").ok.mean().round(3).to_dict(),
+            "statuses": frame.status.value_counts().to_dict()}
 
 
 def step_breakdown(run: Path) -> dict:
@@ -97,6 +122,14 @@ def main(argv=None) -> int:
     r.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
     r.add_argument("--split", default="heldout", choices=("train", "heldout"),
                    help="the tasks to sample for (choose settings on train: held-out is what runs are judged on)")
+    g = sub.add_parser("targets", help="the share of the warm start's own targets (training tasks) that run ok")
+    g.add_argument("--preset", default="llm-small")
+    g.add_argument("--seed", type=int, default=0)
+    w = sub.add_parser("warm-start", help="build (or find) a preset's supervised warm start; print its folder and record")
+    w.add_argument("--preset", default="llm-small")
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                   help="override a config field, e.g. --set llm.sft_targets=runnable")
     args = ap.parse_args(argv)
     if args.cmd == "step":
         from wmrl.config import parse_set
@@ -109,6 +142,17 @@ def main(argv=None) -> int:
                                **parse_set(args.set)},
                     memo_path=Path(tmp) / "memo.sqlite")
             result = {"wall_s_with_setup_and_final_eval": time.perf_counter() - t0, **step_breakdown(Path(tmp))}
+    elif args.cmd == "targets":
+        result = target_rate(args.preset, args.seed)
+    elif args.cmd == "warm-start":
+        from wmrl.config import parse_set
+        from wmrl.presets import run_config
+        from wmrl.tasks import get_pool
+        from wmrl.trainer.llm.train import initial_model
+
+        cfg = run_config("sft", args.preset, args.seed, parse_set(args.set), agent="llm")
+        folder, record = initial_model(cfg, get_pool(), progress=True)
+        result = {"folder": str(folder), **(record or {})}
     else:
         from wmrl.tasks import get_pool
 

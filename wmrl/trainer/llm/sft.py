@@ -27,7 +27,7 @@ from wmrl.agent.habits import habit_choices
 from wmrl.agent.llm.prompt import task_messages
 from wmrl.agent.llm.solution import fit_predict_target, reply_for, script_target
 
-__all__ = ["sft_dataset", "sft_folder", "solution_target"]
+__all__ = ["execute_targets", "sft_dataset", "sft_folder", "solution_target"]
 
 
 def solution_target(task, choices, contract: str) -> str:
@@ -52,11 +52,29 @@ def sft_dataset(tasks, contract: str, per_task: int, seed: int, time_limit_s: fl
     return [rows[i] for i in order]
 
 
+def execute_targets(rows: list[dict], tasks, contract: str, sandbox) -> list[tuple[object, object]]:
+    """Each row's ``(task, ExecutionResult)``: its target solution, assembled as a rollout would, run in ``sandbox``.
+
+    ``rows`` are :func:`sft_dataset`'s for ``tasks``, built with ``sandbox``'s limits (they are in the prompt, by
+    which a row is matched to its task)."""
+    from wmrl.agent.llm.solution import assemble, extract_code
+
+    by_prompt = {json.dumps(task_messages(t, contract, sandbox.limits.timeout_s, sandbox.limits.memory_mb)): t
+                 for t in tasks}
+    jobs = []
+    for row in rows:  # the data set is shuffled: a row's task is the one whose prompt it carries
+        task = by_prompt[json.dumps(row["prompt"])]
+        jobs.append((task, assemble(task, extract_code(row["completion"][0]["content"]), contract)))
+    return list(zip((t for t, _ in jobs), sandbox.run_many(jobs)))
+
+
 def _key(base: Path, cfg, tasks) -> str:
     spec = {"base": str(base), "contract": cfg.llm.contract, "tasks": sorted(t.name for t in tasks),
             "steps": cfg.llm.sft_steps, "lr": cfg.llm.sft_lr, "batch": cfg.llm.sft_batch,
             "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "timeout_s": cfg.sandbox.timeout_s,
             "memory_mb": cfg.sandbox.memory_mb}
+    if cfg.llm.sft_targets != "habits":  # the default stays out, so the warm starts built before it keep their key
+        spec["targets"] = cfg.llm.sft_targets
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -76,6 +94,15 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
     models.mkdir(parents=True, exist_ok=True)
     rows = sft_dataset(tasks, cfg.llm.contract, cfg.llm.sft_per_task, cfg.seed, cfg.sandbox.timeout_s,
                        cfg.sandbox.memory_mb)
+    drawn = len(rows)
+    if cfg.llm.sft_targets == "runnable":
+        from wmrl.trainer.components import make_sandbox
+
+        ran = [r.status == "ok" for _, r in execute_targets(rows, tasks, cfg.llm.contract, make_sandbox(cfg.sandbox))]
+        rows = [row for row, ok in zip(rows, ran) if ok]
+        if not rows:
+            raise RuntimeError(f"none of the {drawn} warm-start targets ran ok: nothing to fit with "
+                               "llm.sft_targets='runnable'")
     tmp = Path(tempfile.mkdtemp(dir=models, prefix=f".{final.name}."))
     try:
         model, tokenizer = load_causal_lm(base)
@@ -94,7 +121,8 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
         tokenizer.padding_side = "left"
         tokenizer.save_pretrained(out)
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-        info = {"examples": len(rows), "steps": cfg.llm.sft_steps, "seconds": seconds,
+        info = {"examples": len(rows), "drawn": drawn, "targets": cfg.llm.sft_targets, "steps": cfg.llm.sft_steps,
+                "seconds": seconds,
                 "train_loss": float(result.training_loss), "first_loss": losses[0] if losses else None,
                 "last_loss": losses[-1] if losses else None,
                 "tokens": int(max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0)),
