@@ -20,8 +20,8 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-## The small-scale reproduction from scratch, in three campaigns of at most 2 hours each on 2 cores
-## (wmrl/reproduce.py's CAMPAIGNS). `make reproduce`: the paper's experiments and the method in its
+## The small-scale reproduction from scratch, in three campaigns meant to fit 2 hours each on 2 cores
+## (wmrl/reproduce.py's CAMPAIGNS; measured: paper 1 h 56 min, beyond about 2 h 18, llm about 2 h 26). `make reproduce`: the paper's experiments and the method in its
 ## regime (notebooks 00-06 and 11), every run of the `small` preset retrained (the committed ones are
 ## in git) except the beyond campaign's, every notebook trained and replayed. `make reproduce-beyond`,
 ## after it: notebooks 08-10 (and new ablations), whose tagged runs it retrains and which read the

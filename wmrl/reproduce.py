@@ -13,8 +13,8 @@ For each notebook ``notebooks/NN_name.ipynb``, in order:
 Then ``RESULTS.md`` is rewritten from ``results/`` (:mod:`wmrl.experiments.results_page`): every
 claim of the paper with ours beside it, and what each notebook shows, in the replayed preset.
 
-The committed results come from three campaigns (:data:`CAMPAIGNS`), each sized to the 2-hour budget
-on 2 cores: ``paper``, the paper's experiments and the method in its regime (notebooks 00-06 and
+The committed results come from three campaigns (:data:`CAMPAIGNS`), each meant to fit the 2-hour
+budget on 2 cores (the beyond and llm campaigns are over it; the README gives the measured times): ``paper``, the paper's experiments and the method in its regime (notebooks 00-06 and
 11, ``make reproduce``); ``beyond``, what the paper does not measure (notebooks 08-10 and any new
 ablation, ``make reproduce-beyond``), which reuses the paper campaign's default runs as its
 references, so it runs second; and ``llm``, the language-model agent (notebook 07, ``make
