@@ -82,3 +82,12 @@ def test_the_claim_lists_quote_the_paper_from_the_paper_module():
     assert c23.paper.startswith("15.7 vs 15.2") and "+2.4" in c23.paper  # 28.1 - 25.7 on 4B DSBench
     assert claims.VLA[3].paper == "41.2 vs 38.3 (+2.9)"
     assert np.all([c.a != c.b for c in claims.MAIN + claims.ABLATION + claims.ANCHOR_ONLY + claims.VLA])
+
+
+def test_no_claim_with_both_arms_present_gives_an_empty_table_with_the_usual_columns():
+    """A smoke run of two arms (notebook 07's untrained and wmrl) tests none of its claims: the table is empty,
+    not an error, and keeps the columns the sentences and pages read."""
+    runs = _runs({"grpo": [0.1, 0.2], "wmrl": [0.5, 0.7]})
+    full = claims.evaluate_claims(runs, [claims.Claim("C1", "s", "p", "wmrl", "grpo")])
+    empty = claims.evaluate_claims(runs, [])
+    assert empty.empty and list(empty.columns) == list(full.columns) and empty.index.name == "claim"

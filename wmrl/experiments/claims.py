@@ -208,9 +208,11 @@ def evaluate_claims(runs: pd.DataFrame, claims, alpha: float = ALPHA, power: flo
                      "mdd": c.natural(mdd), "p": p,
                      "verdict": verdict(lo, hi, c.expect) if missing.empty else "inconclusive",
                      "note": note, "expect": c.expect, "op": c.op, "digits": c.digits, "unit": c.unit, "_m": m})
+    if not rows:  # no claim has both its arms here (e.g. a smoke run of two arms): an empty table, same columns
+        return pd.DataFrame(columns=["claim", "statement", "paper", "comparison", "mean", "lo", "hi", "seeds", "mdd",
+                                     "p", "verdict", "note", "expect", "op", "digits", "unit", "p_holm",
+                                     "verdict_holm"]).set_index("claim")
     t = pd.DataFrame(rows).set_index("claim")
-    if t.empty:
-        return t
     t["p_holm"] = holm(t.p.fillna(1.0))
     side = np.where(t.expect == ">", t._m > 0, t._m < 0)
     sig = t.p_holm < alpha
