@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from wmrl.sandbox import Sandbox, SandboxError
-from wmrl.sandbox.docker_backend import device_requests, docker_available
+from wmrl.sandbox.docker_backend import LABEL, device_requests, docker_available
 from wmrl.sandbox.toy import forking_burner, toy_grade, toy_solution
 
 docker = pytest.importorskip("docker", reason="the docker SDK is not installed (the 'scale' extra)")
@@ -55,6 +55,27 @@ def test_a_container_runs_its_solution_below_its_supervisor(toy, tmp_path):
     sandbox = Sandbox("docker", timeout_s=1.5, wall_timeout_s=6, grader=toy_grade, base_dir=tmp_path)
     seen = sandbox.run(toy, "import os\nprint(os.nice(0))\n" + toy_solution())
     assert seen.status == "ok" and seen.stdout_tail.strip() == str(SOLUTION_NICE), seen
+
+
+@pytest.mark.docker
+def test_the_hosts_watchdog_stops_a_container_whose_supervisor_lets_it_run_past_its_budget(toy, tmp_path, monkeypatch):
+    """The supervisor is told a budget of 60 CPU s, as if it were starved of the CPU to enforce 1.5 s: the host's
+    watchdog, outside the container's limits, kills the container a little past 1.5 + WATCHDOG_SLACK_S CPU s."""
+    from wmrl.sandbox.docker_backend import WATCHDOG_SLACK_S
+    from wmrl.sandbox.local import RunDir
+    from wmrl.sandbox.toy import cpu_burner
+
+    if (reason := docker_available()) is not None:
+        pytest.skip(f"docker: {reason}")
+    spec = RunDir.spec
+    monkeypatch.setattr(RunDir, "spec", lambda self, *a, **k: {**spec(self, *a, **k), "cpu_limit_s": 60.0})
+    sandbox = Sandbox("docker", timeout_s=1.5, wall_timeout_s=20, grader=toy_grade, base_dir=tmp_path)
+    result = sandbox.run(toy, cpu_burner(30))
+    assert (result.status, result.limit) == ("timeout", "cpu"), result
+    assert "host watchdog's account" in result.reason and 1.5 + WATCHDOG_SLACK_S < result.cpu_s < 1.5 + WATCHDOG_SLACK_S + 1.0
+    assert result.wall_s < 10, result
+    left = docker.from_env().containers.list(all=True, filters={"label": LABEL})
+    assert [c.name for c in left if c.labels[LABEL].startswith(str(tmp_path))] == []
 
 
 @pytest.mark.docker

@@ -165,7 +165,8 @@ def test_hostile_program(sandbox, toy, name):
     assert result.wall_s < sandbox.limits.wall_timeout_s + 3
     if result.status == "timeout":
         assert result.limit == limit and result.reason.startswith({"cpu": "CPU", "wall": "wall"}[limit]), result
-        if limit == "cpu":  # stopped at the budget, give or take a poll and the grace period
+        if limit == "cpu":  # stopped at the budget, give or take a poll and the grace period (docker: or by the
+            # host's watchdog, WATCHDOG_SLACK_S past it, where the supervisor was starved)
             assert CPU_S < result.cpu_s < CPU_S + 1.5, result
         else:
             assert result.cpu_s < 0.5 * CPU_S and result.wall_s >= WALL_S, result

@@ -22,14 +22,20 @@ import signal
 import time
 from pathlib import Path
 
-__all__ = ["RunCgroups", "cpu_cgroup_root", "memory_cgroup_root", "run_group_paths"]
+__all__ = ["RunCgroups", "cpu_account_of", "cpu_cgroup_root", "cpu_seconds", "memory_cgroup_root", "process_groups",
+           "run_group_paths"]
 
 
 @functools.cache
 def _own_groups() -> dict[str, Path]:
     """This process's group folder per v1 controller, and under "unified" its v2 group."""
+    return process_groups("self")
+
+
+def process_groups(pid: int | str) -> dict[str, Path]:
+    """The group folders of process ``pid`` as this process sees them (empty when it has ended)."""
     try:
-        membership = Path("/proc/self/cgroup").read_text().splitlines()
+        membership = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
         return {}
@@ -86,6 +92,24 @@ def cpu_cgroup_root() -> tuple[Path, str] | None:
 
 
 _USAGE_FILE = {"cpuacct": "cpuacct.usage", "cpu.stat": "cpu.stat"}
+
+
+def cpu_account_of(pid: int) -> tuple[Path, str] | None:
+    """(usage file, kind) of the CPU account of process ``pid``'s group, read-only, or None."""
+    groups = process_groups(pid)
+    for kind, controller in (("cpuacct", "cpuacct"), ("cpu.stat", "unified")):
+        if controller in groups and (usage := groups[controller] / _USAGE_FILE[kind]).exists():
+            return usage, kind
+    return None
+
+
+def cpu_seconds(usage: Path, kind: str) -> float:
+    """CPU seconds in a group's usage file (the runtime's ``CpuMeter`` parses the same two formats
+    inside a container, where this package cannot be imported)."""
+    text = usage.read_text()
+    if kind == "cpuacct":
+        return int(text) / 1e9
+    return next(int(ln.split()[1]) for ln in text.splitlines() if ln.startswith("usage_usec ")) / 1e6
 
 
 def run_group_paths(name: str) -> list[Path]:

@@ -16,21 +16,25 @@ budget, which the supervisor enforces as everywhere. One difference from the loc
 the CPU account is the container's own cgroup, read from inside (``/sys/fs/cgroup``), less the
 supervisor's own CPU time, so a run's ``cpu_s`` includes the kernel's work of setting up the
 container's processes that a local run's group does not see (a few milliseconds); where the
-container sees no cgroup file the supervisor falls back to ``/proc`` (it is PID 1 there).
+container sees no cgroup file the supervisor falls back to ``/proc`` (it is PID 1 there). Because
+that supervisor shares the container's limits, the host keeps a second guard outside them
+(``CpuWatchdog``): it kills a container whose account passes the budget by ``WATCHDOG_SLACK_S``.
 """
 from __future__ import annotations
 
 import marshal
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
+from .cgroup import cpu_account_of, cpu_seconds
 from .local import RUNTIME, Limits, RunDir, solution_env
 from .view import SandboxError, interpreter_paths, solution_view
 
-__all__ = ["CONTAINER_CPU_ACCOUNT", "DEFAULT_IMAGE", "LABEL", "SOLUTION_NICE", "DockerBackend", "device_requests",
-           "docker_available"]
+__all__ = ["CONTAINER_CPU_ACCOUNT", "DEFAULT_IMAGE", "LABEL", "SOLUTION_NICE", "WATCHDOG_SLACK_S", "CpuWatchdog",
+           "DockerBackend", "device_requests", "docker_available"]
 
 DEFAULT_IMAGE = "wmrl-sandbox:offline"
 LABEL = "wmrl.sandbox.run"  # on every run's container (value: its run folder), so a leftover one can be found
@@ -47,6 +51,60 @@ CONTAINER_CPU_ACCOUNT = {"files": [["/sys/fs/cgroup/cpu.stat", "cpu.stat"],
                                    ["/sys/fs/cgroup/cpuacct/cpuacct.usage", "cpuacct"],
                                    ["/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", "cpuacct"]],
                          "minus_self": True}
+
+
+# How far past its budget a container's CPU account may run before the host's watchdog kills it:
+# the supervisor's own poll (0.05 s) and kill grace (0.5 s), its start-up, and a margin.
+WATCHDOG_SLACK_S = 1.0
+
+
+class CpuWatchdog:
+    """The host's second guard on a container's CPU budget, outside the container's limits.
+
+    Why: the supervisor that enforces the budget runs inside the container and shares its CPU
+    quota with the solution. In two CI runs a fork bomb ran on to 7.6 and 4.3 CPU s of a 1.5 s
+    budget before the supervisor stopped it (never reproduced here, idle or under load). This
+    thread reads the container's CPU account from this machine's side of its cgroup every
+    ``interval`` seconds, less the supervisor's own CPU time as the supervisor does (it can be
+    large: reading gigabytes of output), and kills the container once that passes ``limit_s``; the
+    run then ends as a CPU timeout charged with that reading (``fired_at``), its output lost with
+    its supervisor. Where the container's group is not visible here (a remote engine) it does nothing.
+    """
+
+    def __init__(self, container, limit_s: float, interval: float = 0.1):
+        container.reload()
+        pid = container.attrs["State"]["Pid"]  # on the engine's machine: ours only if the group names the container
+        account = cpu_account_of(pid) if pid else None
+        self.account = account if account is not None and container.id in str(account[0]) else None
+        self.container, self.supervisor, self.limit_s, self.interval = container, pid, limit_s, interval
+        self.fired_at: float | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="wmrl-cpu-watchdog")
+        if self.account is not None:
+            self._thread.start()
+
+    def _watch(self):
+        from docker.errors import APIError
+
+        while not self._done.wait(self.interval):
+            try:  # the solution's share, as the supervisor counts it: the group's account less its own time
+                with open(f"/proc/{self.supervisor}/stat", "rb") as fh:
+                    utime, stime = fh.read().rsplit(b")", 1)[1].split()[11:13]  # fields 14 and 15 of proc(5)
+                used = cpu_seconds(*self.account) - (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, StopIteration):  # the container has ended and its group is gone
+                return
+            if used > self.limit_s:
+                self.fired_at = used
+                try:
+                    self.container.kill()
+                except APIError:  # it ended on its own meanwhile
+                    pass
+                return
+
+    def stop(self):
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 def docker_available(image: str = DEFAULT_IMAGE) -> str | None:
@@ -137,20 +195,26 @@ class DockerBackend:
             security_opt=["no-new-privileges"], working_dir=_IN["work"], labels={LABEL: str(run.root)})
         import requests
 
-        killed = False
+        killed, watchdog = False, None
         try:
             container.start()
+            watchdog = CpuWatchdog(container, lim.timeout_s + WATCHDOG_SLACK_S)
             try:
                 container.wait(timeout=lim.host_backstop_s + 10)
             except requests.RequestException:  # the engine's wait timed out: the supervisor itself is stuck
                 container.kill()
                 killed = True
         finally:  # never leave a container behind, even when it failed to start
+            if watchdog is not None:
+                watchdog.stop()
             container.reload()
             oom_killed = bool(container.attrs.get("State", {}).get("OOMKilled"))
             logs = container.logs(stdout=False, stderr=True, tail=20).decode(errors="replace")
             container.remove(force=True)
         status = run.status()
+        if status is None and watchdog.fired_at is not None:  # the supervisor was killed before it could report
+            status = {"timed_out": "cpu", "cpu_s": watchdog.fired_at, "wall_s": time.monotonic() - start,
+                      "cpu_source": "the host watchdog's", "stdout": "", "stderr": "", "submission": "absent"}
         if status is not None:
             status["oom_killed"] = oom_killed
         if status is None and not killed:
