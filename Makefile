@@ -79,7 +79,7 @@ XDIST := -n $(TEST_WORKERS) --dist loadfile
 TEST_THREADS ?= $(shell n=$$(nproc); t=$$((n / $(TEST_WORKERS))); echo $$((t > 0 ? t : 1)))
 PYTEST := OMP_NUM_THREADS=$(TEST_THREADS) $(PY) -m pytest
 test: $(VENV)/.installed
-	$(PYTEST) -m "not llm_heavy" $(XDIST)
+	$(PYTEST) -m "not llm_heavy" $(XDIST) --durations=15
 
 ## The further end-to-end LLM runs (every trainer path, a killed run resumed bit-identical, the OpenAI-compatible
 ## backend against wmrl's own SmolLM2 server): 12.5 minutes over 2 processes on 2 cores (2026-12-01).

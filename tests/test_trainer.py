@@ -80,38 +80,44 @@ def test_an_oracle_run_is_charged_as_a_world_model_and_records_its_truth_apart(p
 @pytest.fixture(scope="module")
 def idle_grpo(pool, tmp_path_factory):
     """grpo at the smoke preset, seed 6, alone on the machine and offered a shared memo: ``(folder, summary,
-    the shared memo's path)``, the reference of the two tests below (one run for both)."""
+    the shared memo's path)``, the reference of the two tests below."""
     where = tmp_path_factory.mktemp("idle_grpo")
     memo_path = where / "shared.sqlite"
     out = where / "run"
     return out, run_arm("grpo", "smoke", seed=6, out=out, pool=pool, memo_path=memo_path, progress=False), memo_path
 
 
+@pytest.fixture(scope="module")
+def busy_grpo(pool, tmp_path_factory, idle_grpo):
+    """The same run again, beside two busy neighbours per core and offered the same shared memo: ``(folder,
+    summary)``. One second run serves both tests below (each smoke run costs about 45 s)."""
+    import os
+
+    from wmrl.sandbox.bench import busy_load
+
+    out = tmp_path_factory.mktemp("busy_grpo") / "run"
+    with busy_load(2 * (os.cpu_count() or 1)):
+        return out, run_arm("grpo", "smoke", seed=6, out=out, pool=pool, memo_path=idle_grpo[2], progress=False)
+
+
 @pytest.mark.slow
-def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(pool, tmp_path, idle_grpo):
-    first_dir, first, memo_path = idle_grpo
-    second = run_arm("grpo", "smoke", seed=6, out=tmp_path / "b", pool=pool, memo_path=memo_path, progress=False)
-    assert (first_dir / "memo.sqlite").exists() and (tmp_path / "b" / "memo.sqlite").exists()
+def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(idle_grpo, busy_grpo):
+    (first_dir, first, memo_path), (second_dir, second) = idle_grpo, busy_grpo
+    assert (first_dir / "memo.sqlite").exists() and (second_dir / "memo.sqlite").exists()
     assert not memo_path.exists()  # the shared memo is never touched
     assert second["memo"] == first["memo"]  # the second run met nothing the first one executed
     assert second["heldout"] == first["heldout"]
 
 
 @pytest.mark.slow
-def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(pool, tmp_path, idle_grpo):
+def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(idle_grpo, busy_grpo):
     """The budget counts the solution's CPU seconds, so contention (here, two busy neighbours per core)
     slows a run down but changes none of its outcomes; the provenance records how busy the machine was."""
-    import os
-
-    from wmrl.sandbox.bench import busy_load
-
-    idle_dir, idle, _ = idle_grpo
-    with busy_load(2 * (os.cpu_count() or 1)):
-        busy = run_arm("grpo", "smoke", seed=6, out=tmp_path / "busy", pool=pool, progress=False)
+    (idle_dir, idle, _), (busy_dir, busy) = idle_grpo, busy_grpo
     assert busy["heldout"] == idle["heldout"]
     cols = ["step", "train_reward", "loss"]
     pd.testing.assert_frame_equal(pd.read_parquet(idle_dir / "steps.parquet")[cols],
-                                  pd.read_parquet(tmp_path / "busy" / "steps.parquet")[cols])
+                                  pd.read_parquet(busy_dir / "steps.parquet")[cols])
     assert set(busy["provenance"]["machine"]["load"]) == {"loadavg_1m", "loadavg_5m", "loadavg_15m", "cores_usable"}
 
 
