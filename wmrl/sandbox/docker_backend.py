@@ -18,7 +18,8 @@ supervisor's own CPU time, so a run's ``cpu_s`` includes the kernel's work of se
 container's processes that a local run's group does not see (a few milliseconds); where the
 container sees no cgroup file the supervisor falls back to ``/proc`` (it is PID 1 there). Because
 that supervisor shares the container's limits, the host keeps a second guard outside them
-(``CpuWatchdog``): it kills a container whose account passes the budget by ``WATCHDOG_SLACK_S``.
+(``CpuWatchdog``): it kills a container whose account passes the budget by ``WATCHDOG_SLACK_S``
+per CPU of its quota.
 """
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ CONTAINER_CPU_ACCOUNT = {"files": [["/sys/fs/cgroup/cpu.stat", "cpu.stat"],
                          "minus_self": True}
 
 
-# How far past its budget a container's CPU account may run before the host's watchdog kills it:
-# the supervisor's own poll (0.05 s) and kill grace (0.5 s), its start-up, and a margin.
+# How far past its budget a container's CPU account may run, per CPU of its quota, before the host's
+# watchdog kills it: the supervisor's own poll (0.05 s) and kill grace (0.5 s), and a margin.
 WATCHDOG_SLACK_S = 1.0
 
 
@@ -198,7 +199,7 @@ class DockerBackend:
         killed, watchdog = False, None
         try:
             container.start()
-            watchdog = CpuWatchdog(container, lim.timeout_s + WATCHDOG_SLACK_S)
+            watchdog = CpuWatchdog(container, lim.timeout_s + WATCHDOG_SLACK_S * max(1.0, lim.cpus))
             try:
                 container.wait(timeout=lim.host_backstop_s + 10)
             except requests.RequestException:  # the engine's wait timed out: the supervisor itself is stuck
