@@ -78,6 +78,7 @@ class CpuWatchdog:
         account = cpu_account_of(pid) if pid else None
         self.account = account if account is not None and container.id in str(account[0]) else None
         self.container, self.supervisor, self.limit_s, self.interval = container, pid, limit_s, interval
+        self.tick = os.sysconf("SC_CLK_TCK")
         self.fired_at: float | None = None
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="wmrl-cpu-watchdog")
@@ -91,7 +92,7 @@ class CpuWatchdog:
             try:  # the solution's share, as the supervisor counts it: the group's account less its own time
                 with open(f"/proc/{self.supervisor}/stat", "rb") as fh:
                     utime, stime = fh.read().rsplit(b")", 1)[1].split()[11:13]  # fields 14 and 15 of proc(5)
-                used = cpu_seconds(*self.account) - (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+                used = cpu_seconds(*self.account) - (int(utime) + int(stime)) / self.tick
             except (OSError, ValueError, StopIteration):  # the container has ended and its group is gone
                 return
             if used > self.limit_s:
@@ -215,7 +216,7 @@ class DockerBackend:
         status = run.status()
         if status is None and watchdog.fired_at is not None:  # the supervisor was killed before it could report
             status = {"timed_out": "cpu", "cpu_s": watchdog.fired_at, "wall_s": time.monotonic() - start,
-                      "cpu_source": "the host watchdog's", "stdout": "", "stderr": "", "submission": "absent"}
+                      "cpu_source": "the host watchdog's"}  # no output: it was lost with the supervisor
         if status is not None:
             status["oom_killed"] = oom_killed
         if status is None and not killed:
