@@ -96,6 +96,7 @@ def test_the_warm_start_is_built_once_per_configuration_and_runnable_targets_kee
     """SFTTrainer fits the habits' solutions of the training tasks (2 steps of the tiny model), into a folder keyed by
     the configuration and reused on the next call; ``llm.sft_targets='runnable'`` fits only the targets that ran ok
     in the sandbox (as :func:`wmrl.trainer.llm.sft.execute_targets` runs them), under a key of its own."""
+    from wmrl.agent.llm.prompt import task_messages
     from wmrl.presets import run_config
     from wmrl.runs import per_category
     from wmrl.trainer.components import make_sandbox
@@ -112,7 +113,11 @@ def test_the_warm_start_is_built_once_per_configuration_and_runnable_targets_kee
     assert sft_folder(habits, tiny_model, tasks, tmp_path) == (folder, record)  # built once: reused
 
     runnable = run_config("sft", "llm-smoke", 0, {**over, "llm.sft_targets": "runnable"}, agent="llm")
-    ok = sum(r.status == "ok" for _, r in execute_targets(rows, tasks, "fit_predict", make_sandbox(runnable.sandbox)))
+    ran = execute_targets(rows, tasks, "fit_predict", make_sandbox(runnable.sandbox))
+    limits = (runnable.sandbox.timeout_s, runnable.sandbox.memory_mb)
+    assert all(row["prompt"] == task_messages(task, "fit_predict", *limits)  # each target runs on its prompt's task
+               for row, (task, _) in zip(rows, ran)) and {t for t, _ in ran} == set(tasks)
+    ok = sum(r.status == "ok" for _, r in ran)
     assert 0 < ok < len(rows), f"{ok} of {len(rows)} targets ran: the filter needs both kinds to show what it keeps"
     other, kept = sft_folder(runnable, tiny_model, tasks, tmp_path)
     assert other != folder and kept["targets"] == "runnable"

@@ -36,7 +36,8 @@ def solution_target(task, choices, contract: str) -> str:
 
 
 def sft_dataset(tasks, contract: str, per_task: int, seed: int, time_limit_s: float, memory_mb: int) -> list[dict]:
-    """``per_task`` prompt/completion examples per training task, solutions drawn from the habits."""
+    """``per_task`` prompt/completion examples per training task, solutions drawn from the habits; each row
+    names its ``task`` (which :func:`execute_targets` runs it on; SFTTrainer is given prompt and completion only)."""
     rng = np.random.default_rng(seed)
     rows = []
     for task in tasks:
@@ -47,7 +48,8 @@ def sft_dataset(tasks, contract: str, per_task: int, seed: int, time_limit_s: fl
             if code in seen:  # a few tasks have few distinct scripts; duplicates would only overweight them
                 continue
             seen.add(code)
-            rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": reply_for(code)}]})
+            rows.append({"task": task.name, "prompt": prompt,
+                         "completion": [{"role": "assistant", "content": reply_for(code)}]})
     order = rng.permutation(len(rows))
     return [rows[i] for i in order]
 
@@ -55,15 +57,13 @@ def sft_dataset(tasks, contract: str, per_task: int, seed: int, time_limit_s: fl
 def execute_targets(rows: list[dict], tasks, contract: str, sandbox) -> list[tuple[object, object]]:
     """Each row's ``(task, ExecutionResult)``: its target solution, assembled as a rollout would, run in ``sandbox``.
 
-    ``rows`` are :func:`sft_dataset`'s for ``tasks``, built with ``sandbox``'s limits (they are in the prompt, by
-    which a row is matched to its task)."""
+    ``rows`` are :func:`sft_dataset`'s for ``tasks``."""
     from wmrl.agent.llm.solution import assemble, extract_code
 
-    by_prompt = {json.dumps(task_messages(t, contract, sandbox.limits.timeout_s, sandbox.limits.memory_mb)): t
-                 for t in tasks}
+    by_name = {t.name: t for t in tasks}
     jobs = []
-    for row in rows:  # the data set is shuffled: a row's task is the one whose prompt it carries
-        task = by_prompt[json.dumps(row["prompt"])]
+    for row in rows:
+        task = by_name[row["task"]]
         jobs.append((task, assemble(task, extract_code(row["completion"][0]["content"]), contract)))
     return list(zip((t for t, _ in jobs), sandbox.run_many(jobs)))
 
@@ -112,7 +112,8 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
                          lr_scheduler_type="cosine", warmup_steps=max(1, cfg.llm.sft_steps // 10), logging_steps=5,
                          save_strategy="no", report_to=[], seed=cfg.seed, use_cpu=not _cuda(),
                          completion_only_loss=True, max_length=4096, disable_tqdm=not progress)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+        data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+        trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
         t0 = time.perf_counter()
         result = trainer.train()
         seconds = time.perf_counter() - t0
