@@ -175,9 +175,15 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 # %% [markdown]
 # **Checks a reader can rerun.** (1) The x axis, recomputed: every step's logged `fid_spearman`
 # is scipy's Spearman of that step's anchor pairs in `pairs.parquet` (predicted vs real trajectory
-# reward). (2) The instrument is what it says: at $\sigma = 0$ every anchor pair's prediction is
+# reward). (2) The instrument is what it says: at $\sigma = 0$ an anchor pair's prediction is
 # $\phi$ of its real reward, to rounding, since a trajectory's reward is its best turn's and
-# $\max_t \phi(r_t) = \phi(\max_t r_t)$ for an increasing $\phi$.
+# $\max_t \phi(r_t) = \phi(\max_t r_t)$ for an increasing $\phi$. Up to one caveat: the oracle
+# reads the outcome of its own execution of a script (the shared memo's), the anchor pair's real
+# reward is the run's execution of it, and two executions of one script are not always the same
+# on a loaded machine: a script whose CPU time is near the budget can run ok once and time out the
+# next (issue 11's jitter; `python -m wmrl.experiments.memo_agreement` measures it on the memos
+# a campaign leaves behind). The check allows at most 5% of pairs to differ: an instrument whose
+# noise leaked into $\sigma = 0$ would make nearly all of them differ.
 
 # %%
 n_steps = 0
@@ -191,8 +197,13 @@ for (arm, seed), p in pairs[pairs.arm.isin(dial.label)].groupby(["arm", "seed"])
 print(f"fid_spearman recomputed from the logged pairs at {n_steps} steps: equal")
 exact = pairs[pairs.arm.isin([f"{a}~{TAGS[0.0]}" for a in ARMS_HERE])] if 0.0 in TAGS else pairs.iloc[:0]
 if len(exact):
-    assert np.allclose(exact.pred, distort(exact.true, DIST), atol=1e-12)
-    print(f"sigma = 0: all {len(exact)} anchor pairs have prediction = phi(real reward) ({DIST})")
+    off = exact[~np.isclose(exact.pred, distort(exact.true, DIST), atol=1e-12)]
+    assert len(off) <= 0.05 * len(exact), f"{len(off)} of {len(exact)} pairs at sigma 0 are not phi(real reward)"
+    print(f"sigma = 0: {len(exact) - len(off)} of {len(exact)} anchor pairs have prediction = phi(real reward) "
+          f"({DIST}); {len(off)} differ, where the oracle's execution of a script and the run's own disagree:")
+    if len(off):
+        print(off.assign(**{"phi(real)": distort(off.true, DIST)})[["arm", "seed", "step", "pred", "phi(real)",
+                                                                     "true"]].round(3).to_string(index=False))
 else:
     print("no level at sigma = 0: the exactness check is skipped")
 
