@@ -82,7 +82,8 @@ test: $(VENV)/.installed
 	$(PYTEST) -m "not llm_heavy" $(XDIST) --durations=15
 
 ## The further end-to-end LLM runs (every trainer path, a killed run resumed bit-identical, the OpenAI-compatible
-## backend against wmrl's own SmolLM2 server): 12.5 minutes over 2 processes on 2 cores (2026-12-01).
+## backend against wmrl's own SmolLM2 server): 12.5 minutes over 2 processes on 2 cores (2026-12-01), before
+## the wmrl path on SmolLM2 (240 s in `make test` on 2026-12-02) moved here from `make test`.
 test-llm: $(VENV)/.installed
 	$(PYTEST) tests -m llm_heavy -n $(TEST_WORKERS)
 

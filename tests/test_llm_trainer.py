@@ -256,21 +256,17 @@ def test_llm_paper_generates_with_vllm_on_a_gpu(tmp_path):
 
 # -- real runs on SmolLM2 (slow) -------------------------------------------------------------------------------
 
-# The LLM trainer's distinct paths: both streams with OD and IVD (in `make test`), and evaluation only,
-# execution only, world model only (`make test-llm`: each end-to-end LLM run costs minutes on 2 cores).
-# What separates mix / od / ivd / anchor_only from these is WMRLStep's switches, tested for every arm in
-# tests/test_step.py.
-ARMS = ["wmrl", *(pytest.param(a, marks=pytest.mark.llm_heavy) for a in ("untrained", "grpo", "wm"))]
+# The LLM trainer's distinct paths: both streams with OD and IVD, evaluation only, execution only, world
+# model only (`make test-llm`: each end-to-end SmolLM2 run costs minutes on 2 cores; `make test` runs the
+# wmrl path on the tiny model, below). What separates mix / od / ivd / anchor_only from these is WMRLStep's
+# switches, tested for every arm in tests/test_step.py.
+ARMS = ["wmrl", "untrained", "grpo", "wm"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("arm", ARMS)
-def test_llm_smoke_runs_each_trainer_path_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2_folder):
+def _check_llm_run_folder(arm: str, out: Path, summary: dict) -> pd.DataFrame | None:
+    """What every LLM run writes, as a grammar run does; the step table of a trained arm."""
     from wmrl.arms import get_arm
-    from wmrl.experiments.run import run_arm
 
-    out = tmp_path / arm
-    summary = run_arm(arm, "llm-smoke", 0, out, agent="llm", memo_path=tmp_path / "memo.sqlite")
     for name in ("summary.json", "steps.parquet", "eval.parquet", "ledger.parquet", "pairs.parquet",
                  "calibration.json"):
         assert (out / name).exists(), name
@@ -278,7 +274,7 @@ def test_llm_smoke_runs_each_trainer_path_end_to_end_and_writes_a_grammar_runs_f
     assert set(evals.columns) >= {"step", "task", "category", "percentile", "reward", "ok_rate"}
     assert summary["agent"] == "llm" and 0.0 <= summary["heldout"]["avg"] <= 1.0
     if arm == "untrained":
-        return
+        return None
     steps = pd.read_parquet(out / "steps.parquet")
     assert list(steps.step) == [0, 1]
     assert {"rho", "eta2", "train_reward", "kl", "entropy", "loss"} <= set(steps.columns)
@@ -296,6 +292,61 @@ def test_llm_smoke_runs_each_trainer_path_end_to_end_and_writes_a_grammar_runs_f
         assert 0.0 <= summary["world_model"]["parse_failure_rate"] <= 1.0
     else:
         assert "world_model" not in summary
+    return steps
+
+
+@pytest.mark.slow
+def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_is_a_real_solution(
+        pool, tmp_path, tiny_model, monkeypatch):
+    """``run --agent llm --arm wmrl --preset llm-smoke`` with the tiny Llama as policy and frozen world model
+    (constrained decoding). The tiny model samples every reply through the real generator, and the replies
+    are then replaced by real code (the random model's own text is not code, and may hold the template's
+    special tokens): every other context gets a grammar-rendered solution of its task, the rest a script
+    that fails at run time. So turns run in the real sandbox, the world model scores scripts, Online
+    Debiasing gets pairs that differ, and TRL updates on them. A run costs seconds; the same run on SmolLM2
+    is in `make test-llm`."""
+    from wmrl.agent.grammar import baseline_choices
+    from wmrl.agent.llm.solution import reply_for, script_target
+    from wmrl.experiments.run import run_arm
+    from wmrl.trainer.llm import train as llm_train
+
+    tasks = list(pool.train) + list(pool.heldout)
+    scripted = {"n": 0}
+
+    class EveryOtherReplyASolution(llm_train.TransformersGenerator):
+        def generate(self, contexts, max_new_tokens, seed):
+            sampled, logprobs = super().generate(contexts, max_new_tokens, seed)
+            for i, context in enumerate(contexts):
+                text = self.tokenizer.decode(context)
+                task = next(t for t in tasks if t.description.strip().splitlines()[0] in text)
+                code = script_target(task, baseline_choices(task)) if i % 2 == 0 else "import no_such_module\n"
+                sampled[i] = self.tokenizer(reply_for(code), add_special_tokens=False)["input_ids"] + [
+                    self.tokenizer.eos_token_id]
+                scripted["n"] += 1
+            return sampled, logprobs
+
+    monkeypatch.setattr(llm_train, "TransformersGenerator", EveryOtherReplyASolution)
+    out = tmp_path / "wmrl"
+    summary = run_arm("wmrl", "llm-smoke", 0, out, agent="llm", memo_path=tmp_path / "memo.sqlite", progress=False,
+                      overrides={"agent.model": str(tiny_model), "llm.max_new_tokens": 512})
+    steps = _check_llm_run_folder("wmrl", out, summary)
+    assert scripted["n"] > 0
+    pairs = pd.read_parquet(out / "pairs.parquet")
+    assert len(pairs) and pairs.true.nunique() > 1  # anchors that ran ok beside replies that did not
+    assert (pd.read_parquet(out / "eval.parquet").ok_rate > 0).any()
+    assert summary["world_model"]["predictions"] > summary["world_model"]["gated"]  # the model was asked
+    assert steps.wm_requests.sum() > 0
+
+
+@pytest.mark.slow
+@pytest.mark.llm_heavy
+@pytest.mark.parametrize("arm", ARMS)
+def test_llm_smoke_runs_each_trainer_path_end_to_end_and_writes_a_grammar_runs_files(arm, pool, tmp_path, smollm2_folder):
+    from wmrl.experiments.run import run_arm
+
+    out = tmp_path / arm
+    summary = run_arm(arm, "llm-smoke", 0, out, agent="llm", memo_path=tmp_path / "memo.sqlite")
+    _check_llm_run_folder(arm, out, summary)
 
 
 def _run_killed_after_first_checkpoint(arm: str, out: Path, overrides: dict) -> None:
