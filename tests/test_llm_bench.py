@@ -22,3 +22,19 @@ def test_the_warm_starts_targets_are_the_ones_its_sft_draws_and_each_is_run_in_t
     assert set(out["per_task"]) == {t.name for t in tasks}
     assert out["runnable_rate"] == pytest.approx(out["statuses"].get("ok", 0) / len(rows))
     assert set(out["statuses"]) <= set(EXECUTION_STATUSES)
+
+
+def test_the_targets_command_applies_its_overrides_to_the_warm_start_it_measures(pool, monkeypatch, capsys):
+    """`llm_bench targets --set llm.sft_per_task=1` measures the targets that warm start would draw (one per
+    task), not the preset's; a bad field is refused with the configuration's own message."""
+    import json
+
+    from wmrl.config import ConfigError
+    from wmrl.experiments import llm_bench
+
+    monkeypatch.setattr("wmrl.tasks.get_pool", lambda *a, **k: pool)
+    assert llm_bench.main(["targets", "--preset", "llm-smoke", "--set", "llm.sft_per_task=1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["targets"] == len(out["per_task"]) >= 1  # one target a task (the preset draws two)
+    with pytest.raises(ConfigError, match="sft_per_tsk"):
+        llm_bench.main(["targets", "--preset", "llm-smoke", "--set", "llm.sft_per_tsk=1"])

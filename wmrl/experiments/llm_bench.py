@@ -64,15 +64,16 @@ def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: in
                           "reply": t.turns[0].reply[:800]} for t, s in list(zip(trajs, status))[:3]]}
 
 
-def target_rate(preset: str = "llm-small", seed: int = 0, pool=None) -> dict:
-    """Run every target of ``preset``'s warm-start data set (as its SFT would draw them) in the sandbox."""
+def target_rate(preset: str = "llm-small", seed: int = 0, pool=None, overrides: dict | None = None) -> dict:
+    """Run every target of ``preset``'s warm-start data set (as its SFT would draw them, with ``overrides``'
+    dotted config fields applied) in the sandbox."""
     from wmrl.presets import run_config
     from wmrl.runs import per_category
     from wmrl.tasks import get_pool
     from wmrl.trainer.components import make_sandbox
     from wmrl.trainer.llm.sft import execute_targets, sft_dataset
 
-    cfg = run_config("sft", preset, seed, agent="llm")
+    cfg = run_config("sft", preset, seed, overrides, agent="llm")
     sb, contract = cfg.sandbox, cfg.llm.contract
     tasks = per_category((pool or get_pool()).train, cfg.train.train_tasks)
     rows = sft_dataset(tasks, contract, cfg.llm.sft_per_task, seed, sb.timeout_s, sb.memory_mb)
@@ -105,6 +106,11 @@ def step_breakdown(run: Path) -> dict:
     return out
 
 
+def _add_set(parser, example: str) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help=f"override a config field, e.g. --set {example}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m wmrl.experiments.llm_bench", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -112,8 +118,7 @@ def main(argv=None) -> int:
     s.add_argument("--preset", default="llm-smoke")
     s.add_argument("--arm", default="wmrl")
     s.add_argument("--steps", type=int, default=1)
-    s.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
-                   help="override a config field, e.g. --set llm.sft_steps=0 to time a step without the warm start")
+    _add_set(s, "llm.sft_steps=0 to time a step without the warm start")
     r = sub.add_parser("runnable", help="the share of sampled first-turn solutions that run ok, per held-out task")
     r.add_argument("--model", required=True, help="a Hugging Face model folder")
     r.add_argument("--contract", default="script", choices=("script", "fit_predict"))
@@ -125,14 +130,15 @@ def main(argv=None) -> int:
     g = sub.add_parser("targets", help="the share of the warm start's own targets (training tasks) that run ok")
     g.add_argument("--preset", default="llm-small")
     g.add_argument("--seed", type=int, default=0)
+    _add_set(g, "llm.sft_per_task=4 for the targets a smaller warm start draws")
     w = sub.add_parser("warm-start", help="build (or find) a preset's supervised warm start; print its folder and record")
     w.add_argument("--preset", default="llm-small")
     w.add_argument("--seed", type=int, default=0)
-    w.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
-                   help="override a config field, e.g. --set llm.sft_targets=runnable")
+    _add_set(w, "llm.sft_targets=runnable")
     args = ap.parse_args(argv)
+    from wmrl.config import parse_set
+
     if args.cmd == "step":
-        from wmrl.config import parse_set
         from wmrl.experiments.run import run_arm
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -143,9 +149,8 @@ def main(argv=None) -> int:
                     memo_path=Path(tmp) / "memo.sqlite")
             result = {"wall_s_with_setup_and_final_eval": time.perf_counter() - t0, **step_breakdown(Path(tmp))}
     elif args.cmd == "targets":
-        result = target_rate(args.preset, args.seed)
+        result = target_rate(args.preset, args.seed, overrides=parse_set(args.set))
     elif args.cmd == "warm-start":
-        from wmrl.config import parse_set
         from wmrl.presets import run_config
         from wmrl.tasks import get_pool
         from wmrl.trainer.llm.train import initial_model
