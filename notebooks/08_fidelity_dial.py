@@ -51,12 +51,13 @@
 # **What the `small` preset trains, and why so little.** An oracle run must execute every script to
 # know its truth, so it costs about what a `grpo` run does (section 6 gives the count). The `small`
 # preset trains `wmrl` and the pure world model `wm` at three noise levels (0, 0.2, 1.0) on 3 seeds
-# (18 runs), and marks only the `paper` profile (notebook 05, section 5, compares the two profiles
-# on a trained agent). `mix` and `od` are not trained at the `small` preset: 18 more runs would
-# take the `beyond` campaign (notebooks 08-10, `make reproduce-beyond`) far past its 2 hours. A
-# wider dial is one parameter away: `-y 'FIDELITY_ARMS: [wm, mix, od, wmrl]'`,
-# `-y 'FIDELITY_LEVELS: [0.0, 0.08, 0.2, 0.4, 1.0]'` (60 runs; at the 4.3 minutes a run these took, about 4 hours
-# on 2 cores).
+# (`FIDELITY_ARMS`, 18 runs), Table 3's uncorrected `mix` and `od` at the two ends of the dial only
+# (`FIDELITY_END_ARMS`, 12 runs: the levels claims D7 and D8 compare), and marks only the `paper`
+# profile (notebook 05, section 5, compares the two profiles on a trained agent). These 30 runs are
+# a campaign of their own (`make reproduce-dial`), sized to its 2 hours; `mix` and `od` at the
+# middle level would take it past them. A wider dial is one parameter away:
+# `-y 'FIDELITY_ARMS: [wm, mix, od, wmrl]'`, `-y 'FIDELITY_LEVELS: [0.0, 0.08, 0.2, 0.4, 1.0]'` (60 runs;
+# at the 4.3 minutes a run these took, about 4 hours on 2 cores).
 #
 # This notebook started as `python -m wmrl.experiments new-ablation fidelity_dial --base-arm wmrl
 # --set world_model.kind=oracle --sweep world_model.oracle_noise=0.0,0.08,0.2,0.4,1.0` (the
@@ -71,6 +72,7 @@ RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
 FIDELITY_LEVELS = None  # the oracle's noise SDs (world_model.oracle_noise), one tagged set of runs each
 FIDELITY_ARMS = None  # arms trained at every level (wm, mix, od, wmrl)
+FIDELITY_END_ARMS = None  # arms trained at the lowest and the highest noise only (mix, od)
 FIDELITY_BANDS = None  # reference arms without a world model, drawn as bands (grpo, anchor_only; default runs)
 FIDELITY_DISTORTION = None  # the oracle's monotone distortion phi: "optimistic" or "identity"
 FIDELITY_PROFILES = None  # program-analysis profiles marked on the axis (paper: the default runs)
@@ -83,9 +85,10 @@ from wmrl.world_model.oracle import DISTORTIONS
 from wmrl.world_model.static import PROFILES
 
 cfg = nb.check_params(globals(), notebook="08_fidelity_dial", results_subdir=f"train/{PRESET}",
-                      keys=["FIDELITY_LEVELS", "FIDELITY_ARMS", "FIDELITY_BANDS", "FIDELITY_DISTORTION",
-                            "FIDELITY_PROFILES", "FIDELITY_PROFILE_ARMS"],
+                      keys=["FIDELITY_LEVELS", "FIDELITY_ARMS", "FIDELITY_END_ARMS", "FIDELITY_BANDS",
+                            "FIDELITY_DISTORTION", "FIDELITY_PROFILES", "FIDELITY_PROFILE_ARMS"],
                       choices={"FIDELITY_ARMS": [a for a in ARMS if get_arm(a).world_model],
+                               "FIDELITY_END_ARMS": [a for a in ARMS if get_arm(a).world_model],
                                "FIDELITY_BANDS": [a for a in ARMS if get_arm(a).train and not get_arm(a).world_model],
                                "FIDELITY_DISTORTION": DISTORTIONS, "FIDELITY_PROFILES": PROFILES,
                                "FIDELITY_PROFILE_ARMS": [a for a in ARMS if get_arm(a).mixes_streams]})
@@ -100,7 +103,7 @@ if not any(get_arm(a).mixes_streams for a in cfg["FIDELITY_ARMS"]):
                             "a level's fidelity is measured on its anchor pairs")
 LEVELS = sorted(float(v) for v in LEVELS)
 print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} noise levels={LEVELS} arms={cfg['FIDELITY_ARMS']} "
-      f"bands={cfg['FIDELITY_BANDS']} distortion={cfg['FIDELITY_DISTORTION']} profiles={cfg['FIDELITY_PROFILES']}")
+      f"at the ends only={cfg['FIDELITY_END_ARMS']} bands={cfg['FIDELITY_BANDS']} distortion={cfg['FIDELITY_DISTORTION']} profiles={cfg['FIDELITY_PROFILES']}")
 
 # %%
 import matplotlib.pyplot as plt
@@ -117,6 +120,7 @@ from wmrl.experiments.fidelity_dial import (
     crossing,
     dial_claims,
     dial_frame,
+    level_arms,
     oracle_overrides,
     oracle_tag,
     profile_overrides,
@@ -127,17 +131,21 @@ from wmrl.world_model.fidelity import within_group_spearman
 from wmrl.world_model.oracle import distort
 
 ARMS_HERE, BANDS, DIST = list(cfg["FIDELITY_ARMS"]), list(cfg["FIDELITY_BANDS"]), cfg["FIDELITY_DISTORTION"]
+END_ARMS = [a for a in cfg["FIDELITY_END_ARMS"] if a not in ARMS_HERE]
+LEVEL_ARMS = level_arms(LEVELS, ARMS_HERE, END_ARMS)  # the arms trained at each level
+DIAL_ARMS = ARMS_HERE + END_ARMS
 PROFILE_ARMS = list(cfg["FIDELITY_PROFILE_ARMS"])
 TAGS = {s: oracle_tag(s, DIST) for s in LEVELS}
 TOP, BOTTOM = TAGS[LEVELS[0]], TAGS[LEVELS[-1]]  # the least and the most noise
 plots.use_style()
 parts = [load_arm_runs(cfg, BANDS)]  # the default runs, shared with notebooks 01-04
-parts += [load_arm_runs(cfg, ARMS_HERE, tag=TAGS[s], overrides=oracle_overrides(s, DIST)) for s in LEVELS]
+parts += [load_arm_runs(cfg, LEVEL_ARMS[s], tag=TAGS[s], overrides=oracle_overrides(s, DIST)) for s in LEVELS]
 parts += [load_arm_runs(cfg, PROFILE_ARMS, tag=profile_tag(p), overrides=profile_overrides(p))
           for p in cfg["FIDELITY_PROFILES"]]
 runs = pd.concat(parts, ignore_index=True).drop_duplicates(["arm", "seed"]).reset_index(drop=True)
 steps, pairs = load_table(runs, "steps"), load_table(runs, "pairs")
-dial = dial_frame(runs, steps, LEVELS, ARMS_HERE, DIST)
+dial = dial_frame(runs, steps, LEVELS, ARMS_HERE, DIST, end_arms=END_ARMS)
+LABELS = {f"{a}~{TAGS[s]}": s for s, here in LEVEL_ARMS.items() for a in here}  # run label -> its level
 
 
 def ci(values):
@@ -150,9 +158,9 @@ def ci(values):
 #
 # Per level: the noise $\sigma$, the measured within-group Spearman (the x axis of every figure
 # below: per seed the mean over steps of the anchor pairs' Spearman, averaged over the arms with
-# anchors; mean with its 95% interval over seeds), each arm's own, and the anchor pairs' mean
-# absolute error before (`raw`) and after Online Debiasing (`cal`, arms with OD). `wm` has no
-# anchors and sits at its level's fidelity.
+# anchors trained at every level; mean with its 95% interval over seeds), each arm's own, and the
+# anchor pairs' mean absolute error before (`raw`) and after Online Debiasing (`cal`, arms with OD).
+# `wm` has no anchors and sits at its level's fidelity; so do the arms trained at the ends only.
 
 # %% tags=["nbval-check-output"]
 x_seed = dial.groupby(["noise", "seed"]).x.first()
@@ -161,13 +169,13 @@ level_x = pd.DataFrame([ci(v) for _, v in x_seed.groupby("noise")], columns=["x"
 table = pd.DataFrame({"tag": [TAGS[s] for s in level_x.index],
                       "within-group Spearman (95% CI)": [stats.fmt_ci(r.x, r.lo, r.hi, 2) for r in level_x.itertuples()]},
                      index=pd.Index(level_x.index, name="noise sigma"))
-for arm in ARMS_HERE:
+for arm in DIAL_ARMS:
     if get_arm(arm).mixes_streams:
         table[f"{arm} Spearman"] = dial[dial.arm == arm].groupby("noise").spearman.mean().round(2)
-err = steps.assign(noise=steps.arm.map({f"{a}~{t}": s for s, t in TAGS.items() for a in ARMS_HERE}))
+err = steps.assign(noise=steps.arm.map(LABELS))
 err = err.dropna(subset=["noise"])
 table["MAE raw"] = err.groupby("noise").fid_mae_raw.mean().round(3)
-od_arms = [f"{a}~{t}" for a in ARMS_HERE if get_arm(a).od for t in TAGS.values()]
+od_arms = [label for label in LABELS if get_arm(label.split("~")[0]).od]
 table["MAE cal (OD arms)"] = err[err.arm.isin(od_arms)].groupby("noise").fid_mae_cal.mean().round(3)
 with pd.option_context("display.width", 250, "display.max_columns", 20):
     print(table.to_string())
@@ -195,7 +203,7 @@ for (arm, seed), p in pairs[pairs.arm.isin(dial.label)].groupby(["arm", "seed"])
         assert np.isclose(mine, logged[step], equal_nan=True), (arm, seed, step, mine, logged[step])
         n_steps += 1
 print(f"fid_spearman recomputed from the logged pairs at {n_steps} steps: equal")
-exact = pairs[pairs.arm.isin([f"{a}~{TAGS[0.0]}" for a in ARMS_HERE])] if 0.0 in TAGS else pairs.iloc[:0]
+exact = pairs[pairs.arm.isin([f"{a}~{TAGS[0.0]}" for a in LEVEL_ARMS[0.0]])] if 0.0 in TAGS else pairs.iloc[:0]
 if len(exact):
     off = exact[~np.isclose(exact.pred, distort(exact.true, DIST), atol=1e-12)]
     assert len(off) <= 0.05 * len(exact), f"{len(off)} of {len(exact)} pairs at sigma 0 are not phi(real reward)"
@@ -264,7 +272,7 @@ print(marks.assign(**{"Spearman (95% CI)": [stats.fmt_ci(r.spearman, r.lo, r.hi,
 # crossing of that seed's differences.
 
 # %% tags=["nbval-check-output"]
-scores = dial.groupby(["noise", "arm"]).avg.apply(lambda v: stats.fmt_ci(*stats.mean_ci(v), 1)).unstack()[ARMS_HERE]
+scores = dial.groupby(["noise", "arm"]).avg.apply(lambda v: stats.fmt_ci(*stats.mean_ci(v), 1)).unstack()[DIAL_ARMS]
 scores.insert(0, "Spearman", level_x.x.round(2))
 for band in BANDS:
     scores[band] = stats.fmt_ci(*stats.mean_ci(runs[runs.arm == band].avg * 100), 1)
@@ -273,7 +281,7 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 
 be, per_seed_rows = {}, []
 ref_avg = {b: runs[runs.arm == b].set_index("seed").avg * 100 for b in BANDS}
-for arm in ARMS_HERE:
+for arm in DIAL_ARMS:
     d = dial[dial.arm == arm]
     for ref in BANDS:
         diffs = d.pivot_table(index="noise", columns="seed", values="avg").sub(ref_avg[ref], axis=1)
@@ -316,7 +324,7 @@ for band in BANDS:
     if not np.isnan(lo):
         ax.axhspan(lo, hi, color=c, alpha=0.12, lw=0)
     handles.append(Patch(facecolor=c, alpha=0.3, edgecolor=c, ls="--", label=f"{band} (default runs, {plots.CI_LABEL})"))
-for arm in ARMS_HERE:
+for arm in DIAL_ARMS:
     d, c = dial[dial.arm == arm], plots.arm_color(arm)
     pts = []
     for noise, g in d.groupby("noise"):
@@ -378,7 +386,7 @@ ax.set(xlabel="within-group Spearman on the anchor pairs (measured)",
        ylabel="wmrl − grpo, paired by seed (points)", title="The break-even, read off the paired difference")
 
 ax = axes[2]
-for arm in ARMS_HERE:
+for arm in DIAL_ARMS:
     if get_arm(arm).mixes_streams:
         plots.mean_band(ax, dial[dial.arm == arm], "noise", "spearman", color=plots.arm_color(arm), label=arm,
                         marker="o", bounds=(-1, 1))
@@ -387,7 +395,7 @@ ax.set(xlabel="oracle noise sigma (world_model.oracle_noise)", ylabel="within-gr
 handles, _ = ax.get_legend_handles_labels()
 ax.legend(handles=handles + [Patch(color="0.5", alpha=0.15, label=plots.CI_LABEL)], fontsize=8)
 fig.tight_layout()
-nb.save_figure(fig, "08_fidelity_dial", cfg, f"Held-out Avg of {' / '.join(ARMS_HERE)} trained with an oracle-derived "
+nb.save_figure(fig, "08_fidelity_dial", cfg, f"Held-out Avg of {' / '.join(DIAL_ARMS)} trained with an oracle-derived "
                "world model of controlled fidelity, against the fidelity each level achieved (within-group Spearman on the "
                "anchor pairs), with grpo and anchor_only as bands (95% CI over seeds), WMRL's break-even against GRPO, "
                f"and where the program-analysis ({', '.join(cfg['FIDELITY_PROFILES'])}) and SmolLM2 world models sit; the paired difference "
@@ -402,15 +410,18 @@ plt.show()
 # its detectable difference and Holm's correction over this table: fidelity matters for the pure
 # world model (D1) and for WMRL (D2); with a poor world model the corrections protect (D3) and
 # WMRL falls below GRPO (D5); with a faithful one the world model adds information beyond the
-# anchors (D4), and D6 is C1-C2 in its best case (a world model that ranks perfectly). "Highest
-# fidelity" is the level with the least noise, "lowest" the one with the most.
+# anchors (D4), and D6 is C1-C2 in its best case (a world model that ranks perfectly). D7 and D8 are
+# Table 3's corrections where a poor world model should make them matter most: OD alone (D7) and both
+# corrections (D8) against the uncorrected `mix` at the lowest fidelity (set down before the `mix`
+# and `od` runs were trained). "Highest fidelity" is the level with the least noise, "lowest" the one
+# with the most.
 
 # %% tags=["nbval-check-output"]
-CLAIMS = [c for c in dial_claims(TOP, BOTTOM, ARMS_HERE) if {c.a, c.b} <= set(runs.arm)]
+CLAIMS = [c for c in dial_claims(TOP, BOTTOM, DIAL_ARMS) if {c.a, c.b} <= set(runs.arm)]
 claims_table = claims.evaluate_claims(runs, CLAIMS) if CLAIMS else None
 with pd.option_context("display.width", 250, "display.max_colwidth", 90):
     print(claims.claims_display(claims_table).to_string() if CLAIMS else
-          f"no claim compares the arms {ARMS_HERE} with {BANDS} (the claims need wm or wmrl)")
+          f"no claim compares the arms {DIAL_ARMS} with {BANDS} (the claims need wm or wmrl)")
 
 # %% [markdown]
 # ## What we see
@@ -433,8 +444,7 @@ print("\n".join((claims.what_we_see(claims_table) if CLAIMS else [])
 # wall seconds of the lookups.
 
 # %%
-apart = runs[runs.arm.isin(dial.label)].assign(noise=lambda f: f.arm.map(
-    {f"{a}~{t}": s for s, t in TAGS.items() for a in ARMS_HERE}))
+apart = runs[runs.arm.isin(dial.label)].assign(noise=lambda f: f.arm.map(LABELS))
 cost = apart.groupby("noise")[["world_model_charged_s", "execution_charged_s", "total_charged_s", "oracle_count",
                                "oracle_charged_s", "oracle_actual_s"]].mean().round(1)
 cost.columns = ["world model, charged (CPU-s)", "execution, charged (CPU-s)", "total, charged (CPU-s)",

@@ -15,6 +15,7 @@ from wmrl.experiments.fidelity_dial import (
     crossing,
     dial_claims,
     dial_frame,
+    level_arms,
     oracle_overrides,
     oracle_tag,
     profile_overrides,
@@ -91,5 +92,31 @@ def test_the_claims_compare_the_most_and_least_faithful_levels_and_the_reference
     found = {c.id: (c.a, c.b, c.expect) for c in dial_claims("oracle-0", "oracle-1", ["wm", "mix", "wmrl"])}
     assert found["D1"] == ("wm~oracle-0", "wm~oracle-1", ">") and found["D3"] == ("wmrl~oracle-1", "wm~oracle-1", ">")
     assert found["D5"] == ("wmrl~oracle-1", "grpo", "<") and found["D6"] == ("wmrl~oracle-0", "grpo", ">")
-    assert set(found) == {"D1", "D2", "D3", "D4", "D5", "D6"}
+    assert set(found) == {"D1", "D2", "D3", "D4", "D5", "D6", "D8"}
+    assert found["D8"] == ("wmrl~oracle-1", "mix~oracle-1", ">")  # both corrections against none, poor world model
     assert {c.id for c in dial_claims("oracle-0", "oracle-1", ["mix"])} == set()
+    assert {c.id: (c.a, c.b) for c in dial_claims("oracle-0", "oracle-1", ["mix", "od"])} == {
+        "D7": ("od~oracle-1", "mix~oracle-1")}
+
+
+def test_end_arms_are_trained_at_the_two_ends_of_the_dial_only():
+    assert level_arms([1.0, 0.0, 0.2], ["wm", "wmrl"], ["mix", "od", "wm"]) == {
+        0.0: ["wm", "wmrl", "mix", "od"], 0.2: ["wm", "wmrl"], 1.0: ["wm", "wmrl", "mix", "od"]}
+    assert level_arms([0.0, 1.0], ["wmrl"]) == {0.0: ["wmrl"], 1.0: ["wmrl"]}
+
+
+def test_an_end_arm_sits_at_its_levels_fidelity_measured_on_the_every_level_arms_alone():
+    levels = [0.0, 0.2, 1.0]
+    labels = [(a, s) for s in levels for a in ("wmrl", *(("mix",) if s != 0.2 else ()))]
+    runs = pd.DataFrame({"arm": [f"{a}~{oracle_tag(s)}" for a, s in labels for _ in (0, 1)],
+                         "seed": [0, 1] * len(labels), "avg": np.linspace(0.3, 0.7, 2 * len(labels))})
+    # mix's anchors rank worse than wmrl's; the level's x must not move with them
+    steps = pd.DataFrame({"arm": [f"{a}~{oracle_tag(s)}" for a, s in labels for _ in (0, 1)],
+                          "seed": [0, 1] * len(labels),
+                          "fid_spearman": [0.1 if a == "mix" else 0.9 - s / 2 for a, s in labels for _ in (0, 1)]})
+    d = dial_frame(runs, steps, levels, ["wmrl"], end_arms=["mix"])
+    assert sorted(d[d.arm == "mix"].noise.unique()) == [0.0, 1.0]  # the ends only
+    assert len(d[d.arm == "wmrl"]) == 6
+    for _, r in d.iterrows():
+        assert r.x == pytest.approx(0.9 - r.noise / 2)  # wmrl's fidelity, mix's 0.1 left out
+    assert (d[d.arm == "mix"].spearman == 0.1).all()

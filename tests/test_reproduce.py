@@ -59,16 +59,18 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(calls, capsys):
     assert "smoke" in capsys.readouterr().err and calls == []
 
 
-def test_the_three_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
+def test_the_four_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
     paper, _ = reproduce.discover(campaign="paper")
+    dial, _ = reproduce.discover(campaign="dial")
     beyond, _ = reproduce.discover(campaign="beyond")
     llm, _ = reproduce.discover(campaign="llm")
     every, _ = reproduce.discover()
     assert paper == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
     assert {"00_theory", "06_vla", "11_method_regime"} <= set(paper)
-    assert beyond == [n for n in every if 8 <= int(n[:2]) <= 10] and {"08_fidelity_dial", "10_anchor_budget"} <= set(beyond)
+    assert dial == ["08_fidelity_dial"]
+    assert beyond == [n for n in every if 9 <= int(n[:2]) <= 10] and {"09_exploit_stress", "10_anchor_budget"} <= set(beyond)
     assert llm == ["07_llm_agent"]
-    assert sorted(paper + beyond + llm) == every
+    assert sorted(paper + dial + beyond + llm) == every
     assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
     assert reproduce.main(["--campaign", "beyond", "--replay-only"]) == 0
     assert [c[1] for c in calls if c[0] == "replay"] == beyond
@@ -80,9 +82,10 @@ def test_a_campaign_and_a_list_of_notebooks_are_refused_together(calls, capsys):
     assert "not allowed with" in capsys.readouterr().err and calls == []
 
 
-def test_the_makefiles_paper_tags_are_notebook_11s_and_no_beyond_notebooks():
-    """`make reproduce` deletes the default runs and the run folders PAPER_TAGS matches, `make reproduce-beyond`
-    every other tagged folder: the patterns must match notebook 11's tags and none of notebooks 08, 09 and 10's."""
+def test_the_makefiles_tags_give_each_campaign_its_own_runs():
+    """`make reproduce` deletes the default runs and the run folders PAPER_TAGS matches, `make reproduce-dial`
+    those DIAL_TAGS matches, `make reproduce-beyond` every other tagged folder: PAPER_TAGS must match notebook
+    11's tags and none of notebooks 08-10's, DIAL_TAGS notebook 08's and none of the others'."""
     import fnmatch
     import re
 
@@ -91,15 +94,21 @@ def test_the_makefiles_paper_tags_are_notebook_11s_and_no_beyond_notebooks():
     from wmrl.experiments.fidelity_dial import oracle_tag, profile_tag
     from wmrl.presets import notebook_params
 
-    line = next(x for x in (reproduce.REPO / "Makefile").read_text().splitlines() if x.startswith("PAPER_TAGS :="))
-    patterns = re.findall(r"-name '([^']+)'", line)
+    lines = (reproduce.REPO / "Makefile").read_text().splitlines()
+    paper_patterns, dial_patterns = (re.findall(r"-name '([^']+)'", next(x for x in lines if x.startswith(f"{v} :=")))
+                                     for v in ("PAPER_TAGS", "DIAL_TAGS"))
     p = notebook_params("small")
     v = regime.variants("small", p["REGIME_FIRST_FITS"], p["REGIME_IVD_WARMUP"])
     paper = [f"{arm}~{x.tag}" for x in (v.std, *v.first_fits, v.ivd_warmup) for arm in regime.TABLE3]
+    dial = [f"{a}~{oracle_tag(s)}" for s in p["FIDELITY_LEVELS"] for a in (*p["FIDELITY_ARMS"], *p["FIDELITY_END_ARMS"])]
+    dial += [f"wmrl~{profile_tag('pessimistic')}"]
     plan = anchor_budget.budget_plan("small", p["BUDGET_ARMS"], p["BUDGET_SHARES"], p["BUDGET_ACTIVE_SHARES"])
-    beyond = [r.label for r in plan if r.tag] + [f"wmrl~{oracle_tag(s)}" for s in p["FIDELITY_LEVELS"]]
-    beyond += [f"wmrl~{profile_tag('pessimistic')}"]
+    beyond = [r.label for r in plan if r.tag]
     beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'])}" for a in p["STRESS_ARMS"]]
     beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'], fix=True)}" for a in p["STRESS_FIXES"]]
-    assert all(any(fnmatch.fnmatch(label, pat) for pat in patterns) for label in paper), (paper, patterns)
-    assert not any(fnmatch.fnmatch(label, pat) for label in beyond for pat in patterns), (beyond, patterns)
+
+    def matched(labels, patterns):
+        return [label for label in labels if any(fnmatch.fnmatch(label, pat) for pat in patterns)]
+
+    assert matched(paper, paper_patterns) == paper and not matched(dial + beyond, paper_patterns), paper_patterns
+    assert matched(dial, dial_patterns) == dial and not matched(paper + beyond, dial_patterns), dial_patterns

@@ -57,6 +57,7 @@ _NOTEBOOK_ARMS = {
     # 08_fidelity_dial: the arms trained at every fidelity level, the bands they are read against, and
     # the arms that mark the program-analysis world model's profiles on the fidelity axis
     "FIDELITY_ARMS": ["wm", "mix", "od", "wmrl"],
+    "FIDELITY_END_ARMS": [],  # arms trained at the dial's two ends only (its lowest and highest noise)
     "FIDELITY_BANDS": ["grpo", "anchor_only"],
     "FIDELITY_PROFILE_ARMS": ["wmrl"],
 }
@@ -93,6 +94,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 10_anchor_budget: 3 groups a step, so 5% -> 1 group (the default runs), 50% -> 2
                   "BUDGET_SHARES": [0.05, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"], "BUDGET_ACTIVE_SHARES": [0.05],
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
+                  "FIDELITY_END_ARMS": ["mix"],
                   # 11_method_regime: OD's first fit (method.od_min_pairs) against the preset's 3 (a step
                   # has 3 pairs), and IVD's warm-up (method.ivd_warmup_groups) against the preset's 1
                   "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2,
@@ -128,6 +130,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # (18 runs) beside the paper profile's default runs (the pessimistic one is notebook 05's);
                   # mix and od would double it, past the beyond campaign's budget
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.2, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
+                  # mix and od at the ends only: at the middle level too, the dial campaign would pass 2 hours
+                  "FIDELITY_END_ARMS": ["mix", "od"],
                   "FIDELITY_PROFILES": ["paper"],
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)

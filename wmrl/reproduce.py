@@ -13,18 +13,21 @@ For each notebook ``notebooks/NN_name.ipynb``, in order:
 Then ``RESULTS.md`` is rewritten from ``results/`` (:mod:`wmrl.experiments.results_page`): every
 claim of the paper with ours beside it, and what each notebook shows, in the replayed preset.
 
-The committed results come from three campaigns (:data:`CAMPAIGNS`), each meant to fit the 2-hour
-budget on 2 cores (the beyond and llm campaigns are over it; the README gives the measured times): ``paper``, the paper's experiments and the method in its regime (notebooks 00-06 and
-11, ``make reproduce``); ``beyond``, what the paper does not measure (notebooks 08-10 and any new
-ablation, ``make reproduce-beyond``), which reuses the paper campaign's default runs as its
-references, so it runs second; and ``llm``, the language-model agent (notebook 07, ``make
-reproduce-llm``), whose runs are its own.
+The committed results come from four campaigns (:data:`CAMPAIGNS`), each meant to fit the 2-hour
+budget on 2 cores (the llm campaign is over it; the README gives the measured times): ``paper``, the
+paper's experiments and the method in its regime (notebooks 00-06 and 11, ``make reproduce``);
+``dial``, the world-model fidelity dial (notebook 08, ``make reproduce-dial``) and ``beyond``, the
+rest of what the paper does not measure (notebooks 09-10 and any new ablation, ``make
+reproduce-beyond``), which both reuse the paper campaign's default runs as their references, so they
+run after it; and ``llm``, the language-model agent (notebook 07, ``make reproduce-llm``), whose runs
+are its own.
 
 Notebooks that do not exist yet are skipped; a failing notebook is named with its failing cell,
 the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
     python -m wmrl.reproduce --campaign paper     # make reproduce: notebooks 00-06 and 11
+    python -m wmrl.reproduce --campaign dial      # make reproduce-dial: notebook 08, the fidelity dial
     python -m wmrl.reproduce --campaign llm       # make reproduce-llm: notebook 07, the LLM agent
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
@@ -54,17 +57,23 @@ REPLAY_PRESET = "small"  # the preset the committed notebooks replay (their para
 # What each campaign is; a notebook's number decides which it belongs to (campaign_of), so an
 # ablation notebook made from the template joins "beyond" without being listed anywhere.
 CAMPAIGNS = {"paper": "the paper's experiments and the method in its regime, notebooks 00-06 and 11",
-             "beyond": "what the paper does not measure, notebooks 08-10 and new ablations (they reuse the paper "
-                       "campaign's default runs)",
+             "dial": "the world-model fidelity dial, notebook 08 (it reuses the paper campaign's default runs)",
+             "beyond": "the rest of what the paper does not measure, notebooks 09-10 and new ablations (they reuse "
+                       "the paper campaign's default runs)",
              "llm": "the language-model agent on TRL, notebook 07 (one seed's warm start and five arms)"}
 PAPER_NOTEBOOKS = (*range(7), 11)  # 00_theory ... 06_vla, 11_method_regime (issue 13's campaign)
 LLM_NOTEBOOKS = (7,)  # 07_llm_agent
+DIAL_NOTEBOOKS = (8,)  # 08_fidelity_dial: 30 oracle runs, about as long as a campaign may be on its own
 
 
 def campaign_of(name: str) -> str:
-    """``"paper"`` for notebooks 00-06 and 11, ``"llm"`` for 07, ``"beyond"`` for the others (``NN_name``)."""
+    """``"paper"`` for notebooks 00-06 and 11, ``"llm"`` for 07, ``"dial"`` for 08, ``"beyond"`` for the
+    others (``NN_name``)."""
     number = int(name[:2])
-    return "paper" if number in PAPER_NOTEBOOKS else "llm" if number in LLM_NOTEBOOKS else "beyond"
+    for campaign, numbers in (("paper", PAPER_NOTEBOOKS), ("llm", LLM_NOTEBOOKS), ("dial", DIAL_NOTEBOOKS)):
+        if number in numbers:
+            return campaign
+    return "beyond"
 
 
 @dataclass

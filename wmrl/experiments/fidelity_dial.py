@@ -6,7 +6,10 @@ not what it was set to: the within-group Spearman of predicted and real reward o
 pairs that training logged (``fid_spearman`` in ``steps.parquet``, one anchor group per step at
 the ``small`` preset), averaged over the run's steps (:func:`run_fidelity`) and, for a level, over
 the arms with anchors at each seed (:func:`dial_frame`). The pure world-model arm (``wm``) has no
-anchors; it sits at its level's fidelity.
+anchors; it sits at its level's fidelity. Arms that cost too much to train at every level are trained
+at the two ends of the dial only (*end arms*, :func:`level_arms`); they sit at their level's fidelity
+too, which the every-level arms alone measure, so that each level's fidelity is read off the same
+arms.
 
 **Break-even** (:func:`break_even`). Per level, the seed-paired difference of an arm's held-out
 Avg and a reference's (``wmrl - grpo``) has a mean and a 95% Student-t interval over seeds. With
@@ -33,8 +36,8 @@ from wmrl.config import WorldModelConfig
 from wmrl.experiments.claims import Claim
 from wmrl.experiments.stats import mean_ci
 
-__all__ = ["BreakEven", "break_even", "crossing", "dial_claims", "dial_frame", "oracle_overrides", "oracle_tag",
-           "profile_overrides", "profile_tag", "run_fidelity"]
+__all__ = ["BreakEven", "break_even", "crossing", "dial_claims", "dial_frame", "level_arms", "oracle_overrides",
+           "oracle_tag", "profile_overrides", "profile_tag", "run_fidelity"]
 
 _DEFAULT_PROFILE = WorldModelConfig().profile
 _DEFAULT_DISTORTION = WorldModelConfig().oracle_distortion
@@ -69,23 +72,31 @@ def run_fidelity(steps: pd.DataFrame) -> pd.Series:
     return steps.groupby(["arm", "seed"]).fid_spearman.mean().rename("spearman")
 
 
+def level_arms(levels, arms, end_arms=()) -> dict[float, list[str]]:
+    """The arms trained at each noise level: ``arms`` at every level, ``end_arms`` at the lowest and the
+    highest noise only (both ends of the dial: the two levels the claims compare)."""
+    levels = sorted(float(v) for v in levels)
+    ends = {levels[0], levels[-1]} if levels else set()
+    return {v: [*arms, *(a for a in end_arms if a not in arms and v in ends)] for v in levels}
+
+
 def dial_frame(runs: pd.DataFrame, steps: pd.DataFrame, levels, arms, distortion: str = _DEFAULT_DISTORTION,
-               scale: float = 100.0) -> pd.DataFrame:
+               scale: float = 100.0, end_arms=()) -> pd.DataFrame:
     """One row per (level, arm, seed): ``noise``, ``arm`` (the base arm), ``label`` (its run label),
     ``seed``, ``avg`` (held-out Avg times ``scale``), ``spearman`` (the run's own anchor fidelity, NaN
     without anchors) and ``x`` (the level's measured fidelity at that seed: the mean of ``spearman``
-    over the level's arms with anchors)."""
+    over the level's every-level ``arms`` with anchors; ``end_arms``, at the two ends only, sit at it)."""
     fid = run_fidelity(steps)
     rows = []
-    for noise in levels:
+    for noise, here in level_arms(levels, arms, end_arms).items():
         tag = oracle_tag(noise, distortion)
-        for arm in arms:
+        for arm in here:
             label = f"{arm}~{tag}"
             for _, r in runs[runs.arm == label].iterrows():
-                rows.append({"noise": float(noise), "arm": arm, "label": label, "seed": r.seed, "avg": r.avg * scale,
+                rows.append({"noise": noise, "arm": arm, "label": label, "seed": r.seed, "avg": r.avg * scale,
                              "spearman": fid.get((label, r.seed), np.nan)})
     out = pd.DataFrame(rows, columns=["noise", "arm", "label", "seed", "avg", "spearman"])
-    anchored = out[out.arm.map(lambda a: get_arm(a).mixes_streams)]
+    anchored = out[out.arm.isin(list(arms)) & out.arm.map(lambda a: get_arm(a).mixes_streams)]
     x = anchored.groupby(["noise", "seed"]).spearman.mean().rename("x")
     if x.isna().all():
         raise ValueError(f"no arm with anchors among {list(arms)}: a level's fidelity is measured on anchor pairs, "
@@ -179,4 +190,13 @@ def dial_claims(top: str, bottom: str, arms) -> list[Claim]:
             Claim("D6", "C1-C2's best case: with a faithful world model, WMRL beats GRPO",
                   "16.4 vs 15.2 (4B), 21.6 vs 18.8 (9B) with the paper's world model", f"wmrl~{top}", "grpo"),
         ]
+    # Table 3's corrections where they should matter most: a poor world model, against the uncorrected mix
+    if {"mix", "od"} <= arms:
+        out.append(Claim("D7", "with a poor world model Online Debiasing protects: OD alone beats the uncorrected mix "
+                         "at the lowest fidelity", "C22-OD at the paper's world model: 15.7 vs 13.5 (4B MLE)",
+                         f"od~{bottom}", f"mix~{bottom}"))
+    if {"mix", "wmrl"} <= arms:
+        out.append(Claim("D8", "with a poor world model both corrections protect: WMRL beats the uncorrected mix at "
+                         "the lowest fidelity", "C22-both at the paper's world model: 16.4 vs 13.5 (4B MLE)",
+                         f"wmrl~{bottom}", f"mix~{bottom}"))
     return out

@@ -119,7 +119,7 @@ def _fidelity_dial(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tup
     if tagged is None:
         return f"No runs of its levels at preset `{preset}` yet: run `python -m wmrl.reproduce --only 08_fidelity_dial`."
     frame = pd.concat([runs[runs.arm.isin(params["FIDELITY_BANDS"])], *tagged], ignore_index=True)
-    chosen = [c for c in dial_claims(tags[0], tags[-1], params["FIDELITY_ARMS"]) if {c.a, c.b} <= set(frame.arm)]
+    chosen = [c for c in dial_claims(tags[0], tags[-1], [*params["FIDELITY_ARMS"], *params["FIDELITY_END_ARMS"]]) if {c.a, c.b} <= set(frame.arm)]
     table = claims.evaluate_claims(frame, chosen)
     return table, claims.what_we_see(table)
 
