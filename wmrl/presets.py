@@ -128,9 +128,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 08_fidelity_dial: an oracle run executes every script to know its truth, so it costs
                   # about what a grpo run does; wmrl and the pure world model (D1, D3) at three levels
                   # (18 runs) beside the paper profile's default runs (the pessimistic one is notebook 05's);
-                  # mix and od would double it, past the beyond campaign's budget
+                  # mix and od at the two ends only (12 runs): at the middle level too (6 more, about 25
+                  # minutes), the dial campaign would pass its 2 hours
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.2, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
-                  # mix and od at the ends only: at the middle level too, the dial campaign would pass 2 hours
                   "FIDELITY_END_ARMS": ["mix", "od"],
                   "FIDELITY_PROFILES": ["paper"],
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper

@@ -161,7 +161,7 @@ def fidelity_dial_findings(level_x: pd.DataFrame, break_evens: dict, marks: pd.D
     """
     out = [(f"The oracle-derived world model's noise levels sigma = {', '.join(f'{s:g}' for s in level_x.index)} "
             f"reached a within-group Spearman on the anchor pairs of {', '.join(f'{x:.2f}' for x in level_x.x)} (mean "
-            "over the arms with anchors and the seeds).")]
+            "over the seeds and the arms with anchors trained at every level).")]
     for (arm, ref), b in break_evens.items():
         if ref == "grpo" or (arm == "wmrl" and ref == "anchor_only"):
             out.append(f"The break-even of {arm} against {ref} (the fidelity from which {arm}'s mean held-out Avg stays "
