@@ -131,9 +131,9 @@ from wmrl.world_model.fidelity import within_group_spearman
 from wmrl.world_model.oracle import distort
 
 ARMS_HERE, BANDS, DIST = list(cfg["FIDELITY_ARMS"]), list(cfg["FIDELITY_BANDS"]), cfg["FIDELITY_DISTORTION"]
-END_ARMS = [a for a in cfg["FIDELITY_END_ARMS"] if a not in ARMS_HERE]
+END_ARMS = cfg["FIDELITY_END_ARMS"]
 LEVEL_ARMS = level_arms(LEVELS, ARMS_HERE, END_ARMS)  # the arms trained at each level
-DIAL_ARMS = ARMS_HERE + END_ARMS
+DIAL_ARMS = LEVEL_ARMS[LEVELS[0]]  # every arm: the ends have them all
 PROFILE_ARMS = list(cfg["FIDELITY_PROFILE_ARMS"])
 TAGS = {s: oracle_tag(s, DIST) for s in LEVELS}
 TOP, BOTTOM = TAGS[LEVELS[0]], TAGS[LEVELS[-1]]  # the least and the most noise

@@ -17,7 +17,7 @@ from wmrl.experiments import anchor_budget as budget
 from wmrl.experiments import claims, exploit_stress, findings, llm_agent, noise, regime
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
-from wmrl.experiments.fidelity_dial import dial_claims, oracle_tag
+from wmrl.experiments.fidelity_dial import dial_claims, level_arms, oracle_tag
 from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
 from wmrl.vla.results import history_table, runs_table
@@ -119,7 +119,8 @@ def _fidelity_dial(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tup
     if tagged is None:
         return f"No runs of its levels at preset `{preset}` yet: run `python -m wmrl.reproduce --only 08_fidelity_dial`."
     frame = pd.concat([runs[runs.arm.isin(params["FIDELITY_BANDS"])], *tagged], ignore_index=True)
-    chosen = [c for c in dial_claims(tags[0], tags[-1], [*params["FIDELITY_ARMS"], *params["FIDELITY_END_ARMS"]]) if {c.a, c.b} <= set(frame.arm)]
+    arms = level_arms(levels, params["FIDELITY_ARMS"], params["FIDELITY_END_ARMS"])[levels[0]]  # the ends have all
+    chosen = [c for c in dial_claims(tags[0], tags[-1], arms) if {c.a, c.b} <= set(frame.arm)]
     table = claims.evaluate_claims(frame, chosen)
     return table, claims.what_we_see(table)
 
