@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import norm
 
 from wmrl.experiments import noise, stats
 
@@ -51,3 +52,17 @@ def test_common_random_numbers_and_repeats_shrink_only_the_evaluation_part():
         stats.min_detectable_difference(np.sqrt(8.0), 5))
     assert noise.projected_mdd(4.0, 36.0, seeds=5, eval_reps=4) < base
     assert noise.projected_mdd(4.0, 36.0, seeds=10) < base
+
+
+def test_seeds_to_detect_is_the_fewest_seeds_that_reach_the_target():
+    var_train, var_eval = 24.0, 9.6
+    n = noise.seeds_to_detect(3.0, var_train, var_eval)
+    assert noise.projected_mdd(var_train, var_eval, n) <= 3.0 < noise.projected_mdd(var_train, var_eval, n - 1)
+    # Many seeds: the t-test is nearly the z-test, n ~ (z_{1-a/2} + z_power)^2 SD(d)^2 / target^2 (t needs a little more).
+    z = norm.ppf(1 - stats.ALPHA / 2) + norm.ppf(stats.POWER)
+    closed = z**2 * 2 * (var_train + var_eval) / 3.0**2
+    assert closed <= n <= closed + 3
+    assert noise.seeds_to_detect(3.0, var_train, var_eval, eval_reps=4, eval_corr=0.5) < n  # less evaluation noise
+    assert noise.seeds_to_detect(3.0, var_train, var_eval, max_seeds=10) is None
+    with pytest.raises(ValueError, match="positive difference"):
+        noise.seeds_to_detect(0.0, var_train, var_eval)

@@ -82,3 +82,25 @@ def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_
     page = (RESULTS.parent / "RESULTS.md").read_text()
     for line in claim_lines:
         assert line in page, line
+
+
+def test_the_noise_section_says_what_the_goal_would_cost_from_the_runs_own_wall_times():
+    """The seeds to reach GOAL_POINTS are seeds_to_detect's, and the hours are the summaries' measured wall
+    times (read here straight from summary.json), one seed of each of the section's arms at a time."""
+    import json
+
+    from wmrl.experiments import noise
+
+    page = results_page.results_page(RESULTS, "small")
+    runs = load_runs("small", RESULTS, seeds=[0, 1, 2])
+    arms = ["untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only"]
+    t = noise.noise_from_fixed_policy(runs, arms, scale=100)
+    var_eval, var_train = float(t.sd_eval.iloc[0] ** 2), float((t.drop(index="untrained").sd_train ** 2).mean())
+    n = noise.seeds_to_detect(results_page.GOAL_POINTS, var_train, var_eval)
+    per_run = {}
+    for arm in arms:
+        walls = [json.loads((RESULTS / "train" / "small" / arm / f"seed{s}" / "summary.json").read_text())["wall_s"]
+                 for s in (0, 1, 2)]
+        per_run[arm] = sum(walls) / len(walls)
+    hours = n * sum(per_run.values()) / 3600
+    assert f"would take {n} seeds at 1 evaluation repeat (CRN correlation 0; {hours:.1f} hours)" in page

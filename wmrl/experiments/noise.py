@@ -20,7 +20,8 @@ Two ways to separate them:
 
 :func:`projected_mdd` turns the two components into the detectable paired difference of a
 campaign design (seeds, evaluation repeats, correlation of the evaluation noise of two arms at
-one seed), which is how the next campaign is sized.
+one seed), which is how the next campaign is sized; :func:`seeds_to_detect` inverts it: the fewest
+seeds that detect a given difference.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pandas as pd
 
 from wmrl.experiments.stats import ALPHA, POWER, min_detectable_difference
 
-__all__ = ["noise_from_fixed_policy", "projected_mdd", "variance_components"]
+__all__ = ["noise_from_fixed_policy", "projected_mdd", "seeds_to_detect", "variance_components"]
 
 
 def variance_components(df: pd.DataFrame, value: str = "avg", unit: str = "seed") -> dict[str, float]:
@@ -92,3 +93,25 @@ def projected_mdd(var_train: float, var_eval: float, seeds: int, eval_reps: int 
         raise ValueError(f"need eval_reps >= 1 and eval_corr in [-1, 1], got {eval_reps}, {eval_corr}")
     sd = np.sqrt(2 * var_train + 2 * var_eval * (1 - eval_corr) / eval_reps)
     return min_detectable_difference(float(sd), seeds, alpha, power)
+
+
+def seeds_to_detect(target: float, var_train: float, var_eval: float, eval_reps: int = 1, eval_corr: float = 0.0,
+                    max_seeds: int = 10_000) -> int | None:
+    """The fewest seeds whose :func:`projected_mdd` is at most ``target``; None if even ``max_seeds`` are not enough.
+
+    The detectable difference falls as seeds are added (more degrees of freedom and a smaller
+    :math:`s/\\sqrt n`), so a bisection over the number of seeds finds the smallest that suffices.
+    """
+    if not target > 0:
+        raise ValueError(f"target must be a positive difference, got {target!r}")
+
+    def enough(n: int) -> bool:
+        return projected_mdd(var_train, var_eval, n, eval_reps, eval_corr) <= target
+
+    if not enough(max_seeds):
+        return None
+    lo, hi = 1, max_seeds  # enough(hi) holds; enough(lo) does not (one seed tests nothing)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
