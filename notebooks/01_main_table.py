@@ -60,7 +60,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from wmrl.experiments import claims, paper, plots, stats
+from wmrl.experiments import claims, noise, paper, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table
 from wmrl.experiments.curves import compute_to_reach, learning_curves
 
@@ -193,6 +193,24 @@ if {"grpo", "wmrl"} <= set(ARMS_HERE):
 table = claims.evaluate_claims(runs, [c for c in claims.MAIN if {c.a, c.b} <= set(ARMS_HERE)])
 with pd.option_context("display.width", 250, "display.max_colwidth", 70):
     print(claims.claims_display(table).to_string())
+
+# %% [markdown]
+# ## 7. Noise: what the seeds can detect, and what 3 points would cost
+#
+# The paper's effects are 1-5 points; the detectable differences above are far larger. The
+# untrained policy is the same at every seed, so its spread over seeds is evaluation noise alone;
+# a trained arm's excess over it is training noise (`noise.campaign_sizing`). From these two, the
+# detectable paired difference of a few campaign designs, the seeds that 3 points would need, and
+# the hours the arms of this table would take on this machine at their runs' measured wall time.
+
+# %% tags=["nbval-check-output"]
+if "untrained" in ARMS_HERE and len(ARMS_HERE) > 1 and runs[runs.arm == "untrained"].seed.nunique() > 1:
+    sizing = noise.campaign_sizing(runs, ARMS_HERE, noise.GOAL_POINTS)
+    print(sizing.components.round(2).to_string(), "\n")
+    print(sizing.designs.round(1).to_string(index=False), "\n")
+    print(sizing.sentence(f"a comparison of this table ({', '.join(ARMS_HERE)})"))
+else:
+    print("the noise split needs the untrained arm at two seeds or more, beside a trained arm")
 
 # %% [markdown]
 # ## What we see

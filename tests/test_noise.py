@@ -66,3 +66,32 @@ def test_seeds_to_detect_is_the_fewest_seeds_that_reach_the_target():
     assert noise.seeds_to_detect(3.0, var_train, var_eval, max_seeds=10) is None
     with pytest.raises(ValueError, match="positive difference"):
         noise.seeds_to_detect(0.0, var_train, var_eval)
+
+
+def test_campaign_sizing_projects_designs_and_their_hours_from_the_runs():
+    """Two arms at three seeds: the components are noise_from_fixed_policy's, each design's detectable difference
+    projected_mdd's, and a design's hours its seeds times one run of each arm (wall time, plus the final
+    evaluation again for each further repeat)."""
+    runs = pd.DataFrame({"arm": ["untrained"] * 3 + ["wmrl"] * 3, "seed": [0, 1, 2] * 2,
+                         "avg": [0.30, 0.40, 0.35, 0.2, 0.6, 0.4],
+                         "wall_s": [100.0, 100.0, 100.0, 500.0, 700.0, 600.0], "eval_wall_s": [100.0] * 3 + [300.0] * 3})
+    s = noise.campaign_sizing(runs, ["untrained", "wmrl"], goal=3.0)
+    var_eval = np.var([30, 40, 35], ddof=1)
+    var_train = np.var([20, 60, 40], ddof=1) - var_eval
+    assert (s.var_eval, s.var_train) == (pytest.approx(var_eval), pytest.approx(var_train))
+    assert s.train_share == pytest.approx(var_train / (var_train + var_eval))
+    first, repeats = s.designs.iloc[0], s.designs.iloc[2]  # the seeds measured at one repeat; 10 seeds at four
+    assert first.seeds == 3 and first.detectable == pytest.approx(noise.projected_mdd(var_train, var_eval, 3))
+    assert first.hours == pytest.approx(3 * (100 + 600) / 3600)
+    assert (repeats.seeds, repeats.eval_reps) == (10, 4)
+    assert repeats.hours == pytest.approx(10 * ((100 + 3 * 100) + (600 + 3 * 300)) / 3600)
+    n = noise.seeds_to_detect(3.0, var_train, var_eval)
+    assert s.to_goal.seeds.iloc[0] == n and s.to_goal.hours.iloc[0] == pytest.approx(n * 700 / 3600)
+    assert s.sentence().startswith(f"To detect 3 points on the headline comparisons would take {n} seeds at 1 ")
+
+
+def test_a_goal_out_of_reach_says_so():
+    runs = pd.DataFrame({"arm": ["untrained"] * 2 + ["wmrl"] * 2, "seed": [0, 1] * 2, "avg": [0.3, 0.4, 0.0, 1.0],
+                         "wall_s": [1.0] * 4, "eval_wall_s": [1.0] * 4})
+    s = noise.campaign_sizing(runs, ["untrained", "wmrl"], goal=0.01)
+    assert s.to_goal.seeds.isna().all() and "more than 10000 seeds" in s.sentence() and "; - hours" in s.sentence()

@@ -85,7 +85,7 @@ def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_
 
 
 def test_the_noise_section_says_what_the_goal_would_cost_from_the_runs_own_wall_times():
-    """The seeds to reach GOAL_POINTS are seeds_to_detect's, and the hours are the summaries' measured wall
+    """The seeds to reach noise.GOAL_POINTS are seeds_to_detect's, and the hours are the summaries' measured wall
     times (read here straight from summary.json), one seed of each of the section's arms at a time."""
     import json
 
@@ -96,7 +96,7 @@ def test_the_noise_section_says_what_the_goal_would_cost_from_the_runs_own_wall_
     arms = ["untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only"]
     t = noise.noise_from_fixed_policy(runs, arms, scale=100)
     var_eval, var_train = float(t.sd_eval.iloc[0] ** 2), float((t.drop(index="untrained").sd_train ** 2).mean())
-    n = noise.seeds_to_detect(results_page.GOAL_POINTS, var_train, var_eval)
+    n = noise.seeds_to_detect(noise.GOAL_POINTS, var_train, var_eval)
     per_run = {}
     for arm in arms:
         walls = [json.loads((RESULTS / "train" / "small" / arm / f"seed{s}" / "summary.json").read_text())["wall_s"]

@@ -21,17 +21,29 @@ Two ways to separate them:
 :func:`projected_mdd` turns the two components into the detectable paired difference of a
 campaign design (seeds, evaluation repeats, correlation of the evaluation noise of two arms at
 one seed), which is how the next campaign is sized; :func:`seeds_to_detect` inverts it: the fewest
-seeds that detect a given difference.
+seeds that detect a given difference. :func:`campaign_sizing` puts them together for a set of runs: the
+components, what a few designs would detect and the hours they would take at the runs' measured wall
+time, and the seeds a target difference needs.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from wmrl.experiments.stats import ALPHA, POWER, min_detectable_difference
 
-__all__ = ["noise_from_fixed_policy", "projected_mdd", "seeds_to_detect", "variance_components"]
+__all__ = ["DESIGNS", "GOAL_DESIGNS", "GOAL_POINTS", "Sizing", "campaign_sizing", "noise_from_fixed_policy", "projected_mdd",
+           "seeds_to_detect", "variance_components"]
+
+#: Campaign designs a sizing projects: (seeds, None for the seeds measured; evaluation repeats; CRN correlation).
+DESIGNS = ((None, 1, 0.0), (10, 1, 0.0), (10, 4, 0.0), (10, 4, 0.5), (20, 4, 0.5))
+#: The detectable difference the small campaign aims at on its headline comparisons (points of held-out Avg).
+GOAL_POINTS = 3.0
+#: The designs (evaluation repeats, CRN correlation) for which a sizing finds the seeds a target needs.
+GOAL_DESIGNS = ((1, 0.0), (4, 0.5))
 
 
 def variance_components(df: pd.DataFrame, value: str = "avg", unit: str = "seed") -> dict[str, float]:
@@ -115,3 +127,57 @@ def seeds_to_detect(target: float, var_train: float, var_eval: float, eval_reps:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid, hi)
     return hi
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What :func:`campaign_sizing` measured and projected (points of the runs' score, hours of this machine)."""
+
+    components: pd.DataFrame  #: :func:`noise_from_fixed_policy` of the arms
+    var_eval: float  #: evaluation variance of one run's score
+    var_train: float  #: training variance, the mean over the trained arms
+    designs: pd.DataFrame  #: seeds, eval_reps, eval_corr, detectable, hours: one row per design of DESIGNS
+    goal: float  #: the target difference
+    to_goal: pd.DataFrame  #: eval_reps, eval_corr, seeds (<NA> past 10000), hours: one row per GOAL_DESIGNS
+
+    @property
+    def train_share(self) -> float:
+        """Training noise's share of one trained run's variance."""
+        return self.var_train / (self.var_train + self.var_eval)
+
+    def sentence(self, what: str = "the headline comparisons") -> str:
+        """What reaching :attr:`goal` would take, computed from the sizing."""
+        ways = [f"{'more than 10000' if pd.isna(r.seeds) else int(r.seeds)} seeds at {r.eval_reps} evaluation "
+                f"repeat{'s' * (r.eval_reps > 1)} (CRN correlation {r.eval_corr:g}; "
+                f"{'-' if pd.isna(r.hours) else f'{r.hours:.1f}'} hours)" for r in self.to_goal.itertuples()]
+        return (f"To detect {self.goal:g} points on {what} would take {' or '.join(ways)}. Training noise is "
+                f"{self.train_share:.0%} of one trained run's variance here, and only more seeds reduce it.")
+
+
+def campaign_sizing(runs: pd.DataFrame, arms, goal: float, fixed_arm: str = "untrained",
+                    scale: float = 100.0) -> Sizing:
+    """Evaluation and training noise of ``arms`` (``fixed_arm`` among them, at two seeds or more), the detectable
+    paired difference of each of :data:`DESIGNS` and the seeds each of :data:`GOAL_DESIGNS` needs to detect
+    ``goal``, with the hours the arms would take on the machine that trained ``runs``.
+
+    ``runs`` are :func:`~wmrl.experiments.collect.load_runs` rows (``avg``, ``wall_s``, ``eval_wall_s``). A
+    design's hours are its seeds times one run of every arm: each arm's mean wall time, plus its final
+    evaluation's wall time for every evaluation repeat past the first.
+    """
+    t = noise_from_fixed_policy(runs, arms, scale=scale, fixed_arm=fixed_arm)
+    var_eval = float(t.sd_eval.iloc[0] ** 2)
+    var_train = float((t.drop(index=fixed_arm).sd_train ** 2).mean())
+    per_arm = runs[runs.arm.isin(arms)].groupby("arm")[["wall_s", "eval_wall_s"]].mean()
+
+    def hours(n, m: int) -> float:
+        return float("nan") if n is None else float(n * (per_arm.wall_s + (m - 1) * per_arm.eval_wall_s).sum() / 3600)
+
+    measured = int(runs[runs.arm == fixed_arm].seed.nunique())
+    designs = pd.DataFrame([{"seeds": n or measured, "eval_reps": m, "eval_corr": c,
+                             "detectable": projected_mdd(var_train, var_eval, n or measured, m, c),
+                             "hours": hours(n or measured, m)} for n, m, c in DESIGNS])
+    to_goal = []
+    for m, c in GOAL_DESIGNS:
+        n = seeds_to_detect(goal, var_train, var_eval, m, c)
+        to_goal.append({"eval_reps": m, "eval_corr": c, "seeds": pd.NA if n is None else n, "hours": hours(n, m)})
+    return Sizing(t, var_eval, var_train, designs, goal, pd.DataFrame(to_goal).astype({"seeds": "Int64"}))

@@ -273,46 +273,25 @@ def results_page(results: str | Path, preset: str = "small") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-#: The detectable difference the small campaign aims at on its headline comparisons (points of held-out Avg).
-GOAL_POINTS = 3.0
-
-
 def _noise_section(runs: pd.DataFrame) -> list[str]:
     """Evaluation vs training noise, what a larger campaign would detect, and the seeds and hours that reaching
-    :data:`GOAL_POINTS` would take (for sizing the next campaign)."""
+    :data:`~wmrl.experiments.noise.GOAL_POINTS` would take (for sizing the next campaign)."""
     arms = [a for a in ("untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only") if a in set(runs.arm)]
-    t = noise.noise_from_fixed_policy(runs, arms, scale=100)
-    var_eval = float(t.sd_eval.iloc[0] ** 2)
-    var_train = float((t.drop(index="untrained").sd_train ** 2).mean())
-    seeds = int(runs[runs.arm == "untrained"].seed.nunique())
-    # One seed of every arm, at m evaluation repeats: each run's measured wall time plus m - 1 more final evaluations.
-    per_arm = runs[runs.arm.isin(arms)].groupby("arm")[["wall_s", "eval_wall_s"]].mean()
-
-    def hours(n: int | None, m: int) -> str:
-        return "-" if n is None else f"{n * (per_arm.wall_s + (m - 1) * per_arm.eval_wall_s).sum() / 3600:.1f}"
-
+    s = noise.campaign_sizing(runs, arms, noise.GOAL_POINTS)
     lines = ["## Where the noise comes from", "",
              (f"The untrained policy is the same at every seed, so its spread over seeds is evaluation noise alone: "
-             f"SD {t.sd_eval.iloc[0]:.1f} points of held-out Avg. A trained arm's excess over it is training noise "
-             f"(mean over trained arms: SD {var_train ** 0.5:.1f}). For a paired difference between two arms, the "
+             f"SD {s.var_eval ** 0.5:.1f} points of held-out Avg. A trained arm's excess over it is training noise "
+             f"(mean over trained arms: SD {s.var_train ** 0.5:.1f}). For a paired difference between two arms, the "
              "detectable difference (80% power) of a few campaign designs, if these components held, and the "
              f"hours its {len(arms)} arms would take on this machine at the committed runs' mean wall time per "
              "run (each further evaluation repeat adds the run's final evaluation):"), "",
              "| seeds | evaluation repeats | CRN correlation of evaluation noise | detectable (points) | hours |",
              "|---|---|---|---|---|"]
-    for n, m, corr in ((seeds, 1, 0.0), (10, 1, 0.0), (10, 4, 0.0), (10, 4, 0.5), (20, 4, 0.5)):
-        lines.append(f"| {n} | {m} | {corr:g} | {noise.projected_mdd(var_train, var_eval, n, m, corr):.1f} | "
-                     f"{hours(n, m)} |")
-    goal = []
-    for m, corr in ((1, 0.0), (4, 0.5)):
-        n = noise.seeds_to_detect(GOAL_POINTS, var_train, var_eval, m, corr)
-        goal.append(f"{'more than 10000' if n is None else n} seeds at {m} evaluation repeat{'s' * (m > 1)} "
-                    f"(CRN correlation {corr:g}; {hours(n, m)} hours)")
-    lines += ["", (f"To detect {GOAL_POINTS:g} points, the goal on the headline comparisons, would take "
-                   f"{goal[0]}, or {goal[1]}. Training noise is {var_train / (var_train + var_eval):.0%} of one "
-                   "trained run's variance here, and only more seeds reduce it.")]
+    for r in s.designs.itertuples():
+        lines.append(f"| {r.seeds} | {r.eval_reps} | {r.eval_corr:g} | {r.detectable:.1f} | {r.hours:.1f} |")
+    lines += ["", s.sentence()]
     lines += ["", "| arm | seeds | SD total | SD evaluation | SD training | evaluation share |", "|---|---|---|---|---|---|"]
-    for arm, r in t.iterrows():
+    for arm, r in s.components.iterrows():
         lines.append(f"| {arm} | {r.seeds:.0f} | {r.sd_total:.1f} | {r.sd_eval:.1f} | {r.sd_train:.1f} | {r.eval_share:.2f} |")
     return lines + [""]
 
