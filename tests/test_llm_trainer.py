@@ -16,19 +16,10 @@ trl = pytest.importorskip("trl", reason="the LLM agent needs TRL: pip install -e
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory, smollm2_folder):
-    """A randomly initialised two-layer Llama with SmolLM2's tokenizer: TRL's code paths in a second."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    """A randomly initialised one-layer Llama with SmolLM2's tokenizer: TRL's code paths in a second."""
+    from wmrl.models import tiny_llama
 
-    folder = tmp_path_factory.mktemp("tiny")
-    tok = AutoTokenizer.from_pretrained(str(smollm2_folder))
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, pad_token_id=tok.pad_token_id,
-                      eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id, tie_word_embeddings=True)
-    LlamaForCausalLM(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return tiny_llama(tmp_path_factory.mktemp("tiny"), smollm2_folder)
 
 
 def _toy_trainer(folder, tmp_path, scale_rewards: str, rewards: np.ndarray, weights: np.ndarray):

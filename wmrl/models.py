@@ -26,7 +26,7 @@ from pathlib import Path
 
 from wmrl.tasks import data_root
 
-__all__ = ["SMOLLM2_NAME", "smollm2_folder", "smollm2_gguf"]
+__all__ = ["SMOLLM2_NAME", "smollm2_folder", "smollm2_gguf", "tiny_llama"]
 
 SMOLLM2_NAME = "SmolLM2-135M-Instruct-f32"
 
@@ -99,3 +99,24 @@ def _dequantise(gguf: Path, out: Path) -> None:
     fresh.generation_config.pad_token_id = tokenizer.pad_token_id or tokenizer.eos_token_id
     fresh.save_pretrained(out)
     tokenizer.save_pretrained(out)
+
+
+def tiny_llama(out: str | os.PathLike, tokenizer_from: str | os.PathLike, seed: int = 0) -> Path:
+    """A randomly initialised one-layer Llama (hidden size 16) with ``tokenizer_from``'s tokenizer, saved to ``out``.
+
+    Every code path of the LLM agent, its trainer and the in-process world model runs on it in seconds,
+    though its text is not code: the tests use it on CPU, and the device check (``scripts/device_check.sh``)
+    on a GPU machine, which can fetch no weights.
+    """
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    out = Path(out)
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_from))
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, pad_token_id=tok.pad_token_id,
+                      eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id, tie_word_embeddings=True)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
