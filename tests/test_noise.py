@@ -88,6 +88,8 @@ def test_campaign_sizing_projects_designs_and_their_hours_from_the_runs():
     n = noise.seeds_to_detect(3.0, var_train, var_eval)
     assert s.to_goal.seeds.iloc[0] == n and s.to_goal.hours.iloc[0] == pytest.approx(n * 700 / 3600)
     assert s.sentence().startswith(f"To detect 3 points on the headline comparisons would take {n} seeds at 1 ")
+    with pytest.raises(ValueError, match="needs 'untrained' and a trained arm"):
+        noise.campaign_sizing(runs, ["wmrl"], goal=3.0)
 
 
 def test_a_goal_out_of_reach_says_so():

@@ -164,6 +164,8 @@ def campaign_sizing(runs: pd.DataFrame, arms, goal: float, fixed_arm: str = "unt
     design's hours are its seeds times one run of every arm: each arm's mean wall time, plus its final
     evaluation's wall time for every evaluation repeat past the first.
     """
+    if fixed_arm not in arms or len(set(arms)) < 2:
+        raise ValueError(f"campaign_sizing needs {fixed_arm!r} and a trained arm among the arms, got {list(arms)}")
     t = noise_from_fixed_policy(runs, arms, scale=scale, fixed_arm=fixed_arm)
     var_eval = float(t.sd_eval.iloc[0] ** 2)
     var_train = float((t.drop(index=fixed_arm).sd_train ** 2).mean())
