@@ -264,6 +264,7 @@ def _check_llm_run_folder(arm: str, out: Path, summary: dict) -> pd.DataFrame | 
     evals = pd.read_parquet(out / "eval.parquet")
     assert set(evals.columns) >= {"step", "task", "category", "percentile", "reward", "ok_rate"}
     assert summary["agent"] == "llm" and 0.0 <= summary["heldout"]["avg"] <= 1.0
+    assert summary["wall_s"] >= summary["eval_actual_s"] > 0  # the wall time counts the evaluations too
     if arm == "untrained":
         return None
     steps = pd.read_parquet(out / "steps.parquet")

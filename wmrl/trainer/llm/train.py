@@ -17,6 +17,7 @@ loaded once more and never updated (``world_model.model`` overrides it).
 from __future__ import annotations
 
 import math
+import time
 import warnings
 import weakref
 from pathlib import Path
@@ -179,8 +180,10 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
     if not cfg.arm_spec.train:
         model, tokenizer = load_causal_lm(init)
+        t0 = time.perf_counter()
         log.evals = evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, 0)
         log.eval_ledger.end_step()
+        log.wall_s += time.perf_counter() - t0  # a run's wall time counts its evaluations, as a grammar run's does
         return _write(out, cfg, preset, log, None, db, extra)
     wm = None
     if cfg.arm_spec.world_model:
@@ -197,8 +200,10 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
         _warn_if_other_threads(saved.get("torch_threads"))
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     if not any(r["step"] == t.steps for r in log.evals):
+        t0 = time.perf_counter()
         log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
         log.eval_ledger.end_step()
+        log.wall_s += time.perf_counter() - t0
     return _write(out, cfg, preset, log, step, db, extra)
 
 
