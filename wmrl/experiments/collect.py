@@ -115,7 +115,8 @@ def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, s
               tag: str | None = None) -> pd.DataFrame:
     """One row per finished run: arm, seed, held-out Avg and per category, compute, wall time, provenance.
 
-    ``wall_s`` is the run's wall time, its final evaluation included (``eval_wall_s`` of it).
+    ``wall_s`` is the run's wall time, its final evaluation included (``eval_wall_s`` of it); NaN where a
+    summary did not record them.
 
     Compute columns are ``<component>_charged_s`` / ``_actual_s``; a run that recorded seconds apart
     from its cost (:data:`wmrl.ledger.APART`, e.g. ``oracle``) also has ``oracle_charged_s``,
@@ -134,7 +135,7 @@ def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, s
             continue
         row = {"arm": run_label(s["arm"], tag), "seed": s["seed"], "avg": s["heldout"]["avg"], "dir": str(summary.parent),
                "git_commit": s["provenance"]["git_commit"], "date": s["provenance"]["date"],
-               "wall_s": s["wall_s"], "eval_wall_s": s["eval_actual_s"]}
+               "wall_s": s.get("wall_s", float("nan")), "eval_wall_s": s.get("eval_actual_s", float("nan"))}
         row.update({f"cat_{k}": v for k, v in s["heldout"]["per_category"].items()})
         for comp, c in s["compute"].items():
             row[f"{comp}_charged_s"], row[f"{comp}_actual_s"] = c["charged_s"], c["actual_s"]
