@@ -132,7 +132,8 @@ print(pd.json_normalize(run_config("wmrl", llm_cfg.preset).to_dict(), sep=".").T
 # every draw is, mistakes included. The held-out tasks are never in it.
 
 # %%
-sft_records = {a: json.loads((Path(d) / "summary.json").read_text())["llm"]["sft"] for a, d in zip(runs.arm, runs.dir)}
+sft_records = {(a, s): json.loads((Path(d) / "summary.json").read_text())["llm"]["sft"]
+               for a, s, d in zip(runs.arm, runs.seed, runs.dir)}
 record = next((v for v in sft_records.values() if v), None)
 if record is None:
     print("this preset has no warm start (llm.sft_steps = 0): the trained arms start from the instruct model")
@@ -140,6 +141,20 @@ else:
     print(pd.Series({k: record.get(k) for k in ("targets", "drawn", "examples", "steps", "seconds", "first_loss",
                                                 "last_loss", "tokens", "contract")}).to_string())
     print("training tasks:", ", ".join(record["tasks"]))
+    # A run trained on another machine (or after the cache was cleared) rebuilt its warm start rather
+    # than reading the cached one: at a seed, every arm's record should agree on all but where it was
+    # built (`base`) and how long that took (`seconds`).
+    def what(v):
+        return {k: x for k, x in v.items() if k not in ("base", "seconds")}
+
+    first = {}
+    rows = []
+    for (arm, seed), v in sft_records.items():
+        if v:
+            first.setdefault(seed, what(v))
+            rows.append({"arm": arm, "seed": seed, "seconds": round(v["seconds"]), "last_loss": v["last_loss"],
+                         "same as the seed's first": what(v) == first[seed]})
+    print(pd.DataFrame(rows).to_string(index=False))
 
 # %% [markdown]
 # ## 3. Table 1 beside ours
