@@ -166,7 +166,7 @@ else:
 # MLE-Dojo and DSBench: compare orderings, not levels. The mean held-out reward on the ladder
 # (0 malformed or syntax error, 0.1 runtime error or timeout, 0.2 ran without a valid submission,
 # 0.5 + 0.5·percentile a valid one; `wmrl/reward.py`)
-# was added *after* the committed runs were seen (every held-out percentile of theirs was 0): it tells
+# was added *after* the runs of an earlier preset were seen (every held-out percentile of theirs was 0): it tells
 # how far from running the solutions are, and no claim reads it.
 
 # %% tags=["nbval-check-output"]
