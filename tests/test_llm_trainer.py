@@ -291,12 +291,12 @@ def _check_llm_run_folder(arm: str, out: Path, summary: dict) -> pd.DataFrame | 
 def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_is_a_real_solution(
         pool, tmp_path, tiny_model, monkeypatch):
     """``run --agent llm --arm wmrl --preset llm-smoke`` with the tiny Llama as policy and frozen world model
-    (constrained decoding). The tiny model samples every reply through the real generator, and the replies
-    are then replaced by real code (the random model's own text is not code, and may hold the template's
-    special tokens): every other context gets a grammar-rendered solution of its task, the rest a script
-    that fails at run time. So turns run in the real sandbox, the world model scores scripts, Online
-    Debiasing gets pairs that differ, and TRL updates on them. A run costs seconds; the same run on SmolLM2
-    is in `make test-llm`."""
+    (constrained decoding). The tiny model samples the start of every reply through the real generator
+    (a few tokens: the rest would be thrown away), and the replies are then replaced by real code (the
+    random model's own text is not code, and may hold the template's special tokens): every other context
+    gets a grammar-rendered solution of its task, the rest a script that fails at run time. So turns run in
+    the real sandbox, the world model scores scripts, Online Debiasing gets pairs that differ, and TRL
+    updates on them. A run costs about a minute on 2 cores; the same run on SmolLM2 is in `make test-llm`."""
     from wmrl.agent.grammar import baseline_choices
     from wmrl.agent.llm.solution import reply_for, script_target
     from wmrl.experiments.run import run_arm
@@ -307,7 +307,7 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
 
     class EveryOtherReplyASolution(llm_train.TransformersGenerator):
         def generate(self, contexts, max_new_tokens, seed):
-            sampled, logprobs = super().generate(contexts, max_new_tokens, seed)
+            sampled, logprobs = super().generate(contexts, min(max_new_tokens, 8), seed)  # replaced below
             for i, context in enumerate(contexts):
                 text = self.tokenizer.decode(context)
                 task = next(t for t in tasks if t.description.strip().splitlines()[0] in text)
