@@ -89,14 +89,14 @@ def idle_grpo(pool, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def busy_grpo(pool, tmp_path_factory, idle_grpo):
-    """The same run again, beside a busy neighbour per core and offered the same shared memo: ``(folder,
+    """The same run again, beside two busy neighbours per core and offered the same shared memo: ``(folder,
     summary)``. One second run serves both tests below (each smoke run costs about 45 s)."""
     import os
 
     from wmrl.sandbox.bench import busy_load
 
     out = tmp_path_factory.mktemp("busy_grpo") / "run"
-    with busy_load(os.cpu_count() or 1):
+    with busy_load(2 * (os.cpu_count() or 1)):
         return out, run_arm("grpo", "smoke", seed=6, out=out, pool=pool, memo_path=idle_grpo[2], progress=False)
 
 
@@ -111,7 +111,7 @@ def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(idle_gr
 
 @pytest.mark.slow
 def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(idle_grpo, busy_grpo):
-    """The budget counts the solution's CPU seconds, so contention (here, a busy neighbour per core)
+    """The budget counts the solution's CPU seconds, so contention (here, two busy neighbours per core)
     slows a run down but changes none of its outcomes; the provenance records how busy the machine was."""
     (idle_dir, idle, _), (busy_dir, busy) = idle_grpo, busy_grpo
     assert busy["heldout"] == idle["heldout"]
