@@ -25,12 +25,12 @@ venv: $(VENV)/.installed
 ## `make reproduce`: the paper's experiments and the method in its regime (notebooks 00-06 and 11), every run of
 ## the `small` preset retrained (the committed ones are in git) except the other campaigns', every notebook
 ## trained and replayed. After it, `make reproduce-dial` (notebook 08, the fidelity dial) and `make
-## reproduce-beyond` (notebooks 09-10 and new ablations) retrain their tagged runs and read the paper
+## reproduce-beyond` (notebooks 09-10, 12 and new ablations) retrain their tagged runs and read the paper
 ## campaign's default runs as references. `make reproduce-llm` (below): notebook 07's LLM runs.
 SMALL := results/train/small
 # Which run folders each campaign retrains: the paper campaign's are the default runs and notebook 11's
 # tags, the dial's notebook 08's tags (oracle levels, program-analysis profiles); every other tagged run
-# (notebooks 09-10, new ablations) is the beyond campaign's.
+# (notebooks 09-10, 12, new ablations) is the beyond campaign's.
 PAPER_TAGS := -name '*~std' -o -name '*~first_fit-*' -o -name '*~warmup_*'
 DIAL_TAGS := -name '*~oracle-*' -o -name '*~wm-*'
 PAPER_RUNS := ! -name '*~*' -o $(PAPER_TAGS)
@@ -45,8 +45,12 @@ reproduce-dial: $(VENV)/.installed
 	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(DIAL_RUNS) \) -exec rm -rf {} +
 	$(PY) -m wmrl.reproduce --campaign dial
 
+# Notebook 12's runs are default and `std` runs at seeds no other notebook uses (the preset's CONFIRM_SEEDS):
+# they sit in the paper campaign's folders, so the beyond campaign removes them by seed.
+CONFIRM_SEEDS = $(shell $(PY) -c 'from wmrl.presets import notebook_params; print(*notebook_params("small")["CONFIRM_SEEDS"])')
 reproduce-beyond: $(VENV)/.installed
 	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(BEYOND_RUNS) \) -exec rm -rf {} +
+	rm -rf $(foreach s,$(CONFIRM_SEEDS),$(SMALL)/*/seed$(s))
 	$(PY) -m wmrl.reproduce --campaign beyond
 
 ## The LLM agent (notebook 07): SmolLM2-135M's warm start (cached per seed under the data root) and its five

@@ -68,7 +68,8 @@ def test_the_four_campaigns_split_the_notebooks_by_number_and_together_cover_the
     assert paper == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
     assert {"00_theory", "06_vla", "11_method_regime"} <= set(paper)
     assert dial == ["08_fidelity_dial"]
-    assert beyond == [n for n in every if 9 <= int(n[:2]) <= 10] and {"09_exploit_stress", "10_anchor_budget"} <= set(beyond)
+    assert beyond == [n for n in every if int(n[:2]) in (9, 10) or int(n[:2]) >= 12]
+    assert {"09_exploit_stress", "10_anchor_budget", "12_confirmatory"} <= set(beyond)
     assert llm == ["07_llm_agent"]
     assert sorted(paper + dial + beyond + llm) == every
     assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
@@ -112,3 +113,18 @@ def test_the_makefiles_tags_give_each_campaign_its_own_runs():
 
     assert matched(paper, paper_patterns) == paper and not matched(dial + beyond, paper_patterns), paper_patterns
     assert matched(dial, dial_patterns) == dial and not matched(paper + beyond, dial_patterns), dial_patterns
+
+
+def test_the_beyond_campaign_retrains_notebook_12s_runs_by_their_seeds_and_no_other_seed():
+    """Notebook 12's runs sit in the paper campaign's folders at the preset's CONFIRM_SEEDS: `make reproduce-beyond`
+    removes exactly those seeds (so it retrains them) and none of the seeds the other notebooks read."""
+    import re
+    import subprocess
+
+    from wmrl.presets import notebook_params
+
+    out = subprocess.run(["make", "-n", "reproduce-beyond"], cwd=reproduce.REPO, capture_output=True, text=True,
+                         check=True).stdout
+    removed = {int(s) for s in re.findall(r"results/train/small/\*/seed(\d+)", out)}
+    p = notebook_params("small")
+    assert removed == set(p["CONFIRM_SEEDS"]) and not removed & set(p["SEEDS"])

@@ -69,7 +69,7 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
 
 
 @pytest.mark.parametrize("notebook", ["07_llm_agent", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget",
-                                      "11_method_regime"])
+                                      "11_method_regime", "12_confirmatory"])
 def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_says(notebook):
     """The page re-derives each beyond notebook's claims from results/ through the notebook's own calls:
     every claim sentence of the committed notebook's last "what we see" output is on the page."""

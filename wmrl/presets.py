@@ -98,6 +98,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 11_method_regime: OD's first fit (method.od_min_pairs) against the preset's 3 (a step
                   # has 3 pairs), and IVD's warm-up (method.ivd_warmup_groups) against the preset's 1
                   "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2,
+                  # 12_confirmatory: at the smoke preset it reuses the seed-0 runs of notebooks 02 and 11
+                  "CONFIRM_SEEDS": [0],
                   # 09_exploit_stress: the region's real outcomes on one task, for one family in it and one not
                   **_STRESS, "STRESS_REGION_FAMILIES": ["forest", "knn"], "STRESS_REGION_TASKS": 1,
                   **_LLM_AGENT["smoke"]},
@@ -136,6 +138,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
                   "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4,
+                  # 12_confirmatory: seeds no notebook trained or looked at before its claims were fixed
+                  "CONFIRM_SEEDS": [3, 4, 5],
                   # 09_exploit_stress: 12 runs of about 3 minutes (the exploited scripts time out when executed)
                   **_STRESS, **_LLM_AGENT["small"]},
     ),

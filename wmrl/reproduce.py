@@ -17,7 +17,7 @@ The committed results come from four campaigns (:data:`CAMPAIGNS`), each meant t
 budget on 2 cores (the llm campaign is over it; the README gives the measured times): ``paper``, the
 paper's experiments and the method in its regime (notebooks 00-06 and 11, ``make reproduce``);
 ``dial``, the world-model fidelity dial (notebook 08, ``make reproduce-dial``) and ``beyond``, the
-rest of what the paper does not measure (notebooks 09-10 and any new ablation, ``make
+rest of what the paper does not measure (notebooks 09-10, the confirmatory notebook 12 and any new ablation, ``make
 reproduce-beyond``), which both reuse the paper campaign's default runs as their references, so they
 run after it; and ``llm``, the language-model agent (notebook 07, ``make reproduce-llm``), whose runs
 are its own.
@@ -58,7 +58,7 @@ REPLAY_PRESET = "small"  # the preset the committed notebooks replay (their para
 # ablation notebook made from the template joins "beyond" without being listed anywhere.
 CAMPAIGNS = {"paper": "the paper's experiments and the method in its regime, notebooks 00-06 and 11",
              "dial": "the world-model fidelity dial, notebook 08 (it reuses the paper campaign's default runs)",
-             "beyond": "the rest of what the paper does not measure, notebooks 09-10 and new ablations (they reuse "
+             "beyond": "the rest of what the paper does not measure, notebooks 09-10, 12 and new ablations (they reuse "
                        "the paper campaign's default runs)",
              "llm": "the language-model agent on TRL, notebook 07 (one seed's warm start and five arms)"}
 PAPER_NOTEBOOKS = (*range(7), 11)  # 00_theory ... 06_vla, 11_method_regime (issue 13's campaign)

@@ -40,7 +40,7 @@ from wmrl.experiments.stats import (
 )
 
 __all__ = ["ABLATION", "ANCHOR_ONLY", "LLM", "MAIN", "VLA", "Claim", "ComputeToReach", "claims_display", "claims_table",
-           "evaluate_claims", "method_regime", "what_we_see"]
+           "evaluate_claims", "method_regime", "std_confirmation", "what_we_see"]
 
 
 @dataclass(frozen=True)
@@ -173,6 +173,23 @@ def method_regime(variants, default_fit: int, default_warmup: int) -> tuple[Clai
                       f"after {default_warmup}", "not tested in the paper", a, b))
     return (Claim("R-OD", "OD alone beats neither correction, advantages as trained (C22-OD)",
                   paper.ablation_versus("od", "mix"), "od", "mix"), *rows)
+
+
+#: The arms whose std-normalised lift notebook 12 retests: the full method and the uncorrected mix.
+CONFIRM_ARMS = ("wmrl", "mix")
+
+
+def std_confirmation(std, seeds) -> tuple[Claim, ...]:
+    """Notebook 12's claims, fixed before its runs were trained: std-normalised advantages (``std``, the
+    :class:`~wmrl.experiments.ablation.Variant`) raise the held-out Avg of each arm of :data:`CONFIRM_ARMS`.
+
+    Notebook 11 saw every Table 3 row rise under std-normalisation without testing it (a finding made
+    by looking); these claims test it at ``seeds``, which no run had used when they were written.
+    """
+    seeds = ", ".join(str(s) for s in seeds)
+    return tuple(Claim(f"CF-{arm}", f"std-normalised advantages raise {arm}'s held-out Avg (seeds {seeds})",
+                       "not in the paper; seen, not tested, in notebook 11", std.label(arm), arm)
+                 for arm in CONFIRM_ARMS)
 
 
 def _table2(a: str, b: str) -> str:

@@ -17,10 +17,10 @@ import pandas as pd
 
 from wmrl.experiments import costs, paper
 from wmrl.experiments.regime import NEVER, relative_to_identity
-from wmrl.experiments.stats import fmt_ci, mean_ci
+from wmrl.experiments.stats import fmt_ci, mean_ci, paired_values
 
-__all__ = ["compute_findings", "fidelity_dial_findings", "fidelity_findings", "plateau", "profile_findings",
-           "regime_findings", "theory_findings", "vla_hacking"]
+__all__ = ["compute_findings", "confirmation_findings", "fidelity_dial_findings", "fidelity_findings", "plateau",
+           "profile_findings", "regime_findings", "theory_findings", "vla_hacking"]
 
 
 def plateau(curves: pd.DataFrame, frac: float = 0.25) -> pd.DataFrame:
@@ -221,6 +221,27 @@ def regime_findings(preq: pd.DataFrame, spread: pd.DataFrame, from_step: int) ->
                      f"{fmt_ci(*mean_ci(od.trained_over_real), 2)} in od and "
                      f"{fmt_ci(*mean_ci(by.get_group('mix').trained_over_real), 2)} in mix")
         out.append(text + ".")
+    return out
+
+
+def confirmation_findings(explored: pd.DataFrame, confirmed: pd.DataFrame, std, arms) -> list[str]:
+    """Notebook 12's sentences beside its claims: for each of ``arms``, the std-normalised lift (``std``'s
+    run label minus the arm, paired by seed, in points) at the seeds where it was seen and at the new ones,
+    and, when the two sets of seeds share any, that the test is not confirmatory."""
+    def seeds_of(runs):
+        return sorted(int(s) for s in set(runs.seed))
+
+    shared = sorted(set(seeds_of(explored)) & set(seeds_of(confirmed)))
+    out = []
+    if shared:
+        out.append(f"The new seeds share seed(s) {', '.join(map(str, shared))} with the seeds where the lift was seen: "
+                   "this is not a confirmatory test.")
+    for arm in arms:
+        lift = [f"{fmt_ci(*mean_ci(paired_values(runs, std.label(arm), arm, 'avg', 100)))} points at seeds "
+                f"{', '.join(map(str, seeds_of(runs[runs.arm == arm])))}"
+                for runs in (explored, confirmed) if {arm, std.label(arm)} <= set(runs.arm)]
+        if len(lift) == 2:
+            out.append(f"{std.label(arm)} - {arm}: {lift[0]} (seen in notebook 11), {lift[1]} (tested here).")
     return out
 
 

@@ -107,7 +107,8 @@ class NotebookConfig:
 
 
 def check_params(
-    ns: dict, notebook: str, keys=(), results_subdir: str | None = None, choices: dict | None = None
+    ns: dict, notebook: str, keys=(), results_subdir: str | None = None, choices: dict | None = None,
+    seeds_key: str = "SEEDS",
 ) -> NotebookConfig:
     """Validate and resolve a notebook's parameters; call it in the cell after ``parameters``.
 
@@ -118,6 +119,8 @@ def check_params(
         results_subdir: the folder under ``RESULTS_DIR`` this notebook writes; in replay mode it
             must already hold results.
         choices: ``{key: allowed values}`` for keys with a closed set of values (arms...).
+        seeds_key: the preset's key that ``SEEDS=None`` takes its seeds from (a confirmatory notebook's
+            seeds are not the campaign's).
     """
     missing = [k for k in COMMON_KEYS if k not in ns]
     if missing:
@@ -132,12 +135,13 @@ def check_params(
     for key in ("SEEDS", *keys):
         value = ns.get(key)
         if value is None:
-            if key not in preset:
+            source = seeds_key if key == "SEEDS" else key
+            if source not in preset:
                 raise ParameterError(
-                    f"{key} is None and preset {ns['PRESET']!r} has no {key}: add it to the preset's notebook "
-                    f"block in wmrl/presets.py or pass it (papermill: -p {key} <value>)"
+                    f"{key} is None and preset {ns['PRESET']!r} has no {source}: add it to the preset's notebook "
+                    f"block in wmrl/presets.py or pass {key} (papermill: -p {key} <value>)"
                 )
-            value = preset[key]
+            value = preset[source]
         resolved[key] = value
     for key, allowed in (choices or {}).items():
         if key not in resolved:

@@ -48,7 +48,7 @@ from wmrl.step import ivd_warmup_groups
 
 __all__ = ["NEVER", "TABLE3", "Readout", "Variants", "advantage_spread", "calibration_table", "default_ivd_warmup",
            "first_fit_step", "ivd_active_share", "prequential_calibration", "readout", "relative_to_identity",
-           "spread_summary", "variants"]
+           "spread_summary", "std_variant", "variants"]
 
 #: The first fit that never comes within a run (``mix``, or a schedule past the run's pairs).
 NEVER = "never"
@@ -64,12 +64,18 @@ class Variants(NamedTuple):
     ivd_warmup: Variant  # ivd with eta^2_cal recorded after K anchor groups (tag ``warmup_K``)
 
 
+def std_variant(preset: str) -> Variant:
+    """Std-normalised advantages (tag ``std``): notebook 11 applies it to Table 3's rows, notebook 12 retests
+    at new seeds what it did there."""
+    return plan("std", "od", {"train.std_normalize": True}, presets=[preset])[0]
+
+
 def variants(preset: str, first_fits, ivd_warmup: int) -> Variants:
     """Notebook 11's variants, each validated against ``preset`` (a value that is not a field's, or
     equals the preset's own, fails here with what to pass)."""
     if not isinstance(ivd_warmup, int) or isinstance(ivd_warmup, bool) or ivd_warmup < 1:
         raise ConfigError(f"the IVD warm-up must be a whole number of anchor groups >= 1, got {ivd_warmup!r}")
-    return Variants(plan("std", "od", {"train.std_normalize": True}, presets=[preset])[0],
+    return Variants(std_variant(preset),
                     plan("first_fit", "od", {}, {"method.od_min_pairs": list(first_fits)}, presets=[preset]),
                     plan(f"warmup_{ivd_warmup}", "ivd", {"method.ivd_warmup_groups": ivd_warmup}, presets=[preset])[0])
 

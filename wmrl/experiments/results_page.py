@@ -154,6 +154,27 @@ def _anchor_budget(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tup
     return r.claims, r.sentences
 
 
+def _confirmatory(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
+    """Notebook 12's claims table and sentences at the preset's ``CONFIRM_SEEDS`` (the notebook's own calls),
+    beside the lift at the page's ``seeds``, where notebook 11 saw it; a message when its runs are not all there."""
+    confirm, std, arms = notebook_params(preset)["CONFIRM_SEEDS"], regime.std_variant(preset), list(claims.CONFIRM_ARMS)
+    missing = f"No runs at its seeds {confirm} yet: run `python -m wmrl.reproduce --only 12_confirmatory`."
+    try:
+        new = pd.concat([load_runs(preset, results, arms=arms, seeds=confirm, tag=t) for t in (None, std.tag)])
+    except FileNotFoundError:
+        return missing
+    if not {a for arm in arms for a in (arm, std.label(arm))} <= set(new.arm):
+        return missing
+    explored = [runs[runs.arm.isin(arms)]]
+    try:
+        explored.append(load_runs(preset, results, arms=arms, seeds=seeds, tag=std.tag))
+    except FileNotFoundError:  # notebook 11 not run yet: its side of the comparison is left out
+        pass
+    explored = pd.concat(explored, ignore_index=True)
+    table = claims.evaluate_claims(new, claims.std_confirmation(std, confirm))
+    return table, claims.what_we_see(table) + findings.confirmation_findings(explored, new, std, arms)
+
+
 def _llm_agent(results: Path, preset: str) -> list[str] | None:
     """Notebook 07's section: its claims table and sentences at its LLM preset (the notebook's own readout),
     kept apart from the grammar agent's claims (other runs, other seeds); None when it has no runs yet."""
@@ -237,6 +258,8 @@ def results_page(results: str | Path, preset: str = "small") -> str:
                                                                              "anchor_only"}, _anchor_budget),
         ("11_method_regime", "the method in its regime: OD's first fit, the step size, IVD's warm-up",
          set(regime.TABLE3), _method_regime),
+        ("12_confirmatory", "a confirmatory test, at new seeds, of what notebook 11 saw: std-normalised advantages",
+         set(claims.CONFIRM_ARMS), _confirmatory),
     )
     for notebook, title, needs, readout in tagged_notebooks:
         if runs is None or not needs <= set(runs.arm):
