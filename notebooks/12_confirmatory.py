@@ -132,7 +132,7 @@ for i, arm in enumerate(ARMS):
         ax.plot(np.full(len(d), x) + np.linspace(-0.04, 0.04, len(d)), d, "o", ms=4, color="k", mfc="white", zorder=3)
 ax.axhline(0, color="k", lw=0.8)
 ax.set_xticks(range(len(ARMS)), ARMS)
-ax.set(ylabel="std-normalised − as trained (points)", title="The lift, paired by seed")
+ax.set(xlabel="arm", ylabel="std-normalised − as trained (points)", title="The lift, paired by seed")
 ax.legend(handles=[Line2D([], [], ls="", marker="s", color="0.55", label=f"notebook 11's seeds {EXPLORED}"),
                    Line2D([], [], ls="", marker="s", color="0.2", label=f"new seeds {cfg.seeds}"),
                    Line2D([], [], color="k", lw=1, label=plots.CI_LABEL),
