@@ -78,11 +78,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         "smoke", "grammar",
         "Seconds per run; exercises every code path. One anchor group of three trajectories a step, Online "
         "Debiasing's first fit after that group and IVD's warm-up after one anchor group, so a two-step run "
-        "already calibrates and weights by rho (tests can check both).",
+        "already calibrates and weights by rho (tests can check both). The execution budget is `small`'s 2 CPU "
+        "seconds: a smoke run's time is mostly its scripts that time out.",
         run={"train.steps": 2, "train.groups_per_step": 3, "train.group_size": 3, "train.max_turns": 2,
              "train.lr": 0.005, "train.train_tasks": 1, "eval.every": 2, "eval.samples": 2, "eval.tasks": 1,
              "method.anchor_fraction": 0.34, "method.od_min_pairs": 3, "method.od_refit_every": 3,
-             "method.ivd_warmup_groups": 1, "method.ivd_window": 2, "sandbox.timeout_s": 5.0},
+             "method.ivd_warmup_groups": 1, "method.ivd_window": 2, "sandbox.timeout_s": 2.0},
         vla={"sft.demo_states": 4, "sft.bc_epochs": 3, "sft.progress_epochs": 5, "sft.progress_prefixes": 4,
              "train.horizon": 30, "train.steps": 2, "train.groups_per_step": 2, "train.group_size": 4,
              "train.ppo_epochs": 1, "method.od_min_pairs": 4, "method.od_refit_every": 4,
