@@ -90,7 +90,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
              "method.ivd_warmup_groups": 1, "method.ivd_window": 2, "eval.states": 18, "eval.samples": 1},
         notebook={"SEEDS": [0], "THEORY_K": 10, "THEORY_GAMMAS": [4.0, 1.0], "THEORY_HORIZON": 600.0,
                   "THEORY_GAMMA": 2.0, "THEORY_STEPS": 120, "THEORY_MC_REPS": 300, "THEORY_BIAS_PAIRS": 512,
-                  **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0, "FIDELITY_LLM_N": 2,
+                  **_NOTEBOOK_ARMS, "FIDELITY_N": 12, "FIDELITY_SEED": 0,
+                  "FIDELITY_LLM_N": 1,  # one SmolLM2 check of a script: about 28 s on 2 cores
                   "FIDELITY_PROFILE_PER_TASK": 1, "FIDELITY_PROFILE_TASKS": 2,
                   # 10_anchor_budget: 3 groups a step, so 5% -> 1 group (the default runs), 50% -> 2
                   "BUDGET_SHARES": [0.05, 0.5], "BUDGET_ARMS": ["wmrl", "anchor_only"], "BUDGET_ACTIVE_SHARES": [0.05],
