@@ -25,7 +25,10 @@ def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     for sentence in claims.what_we_see(claims.evaluate_claims(runs, claims.MAIN)):
         assert sentence in page
     assert "## Where the noise comes from" in page
-    params = notebook_params("small")  # notebook 11's claims: one row each, from its tagged runs
+    params = notebook_params("small")
+    # the header names every seed a row uses: notebook 12's claims are at new seeds, not the preset's
+    assert f"seeds {params['SEEDS']}; notebook 12's confirmatory claims at its new seeds {params['CONFIRM_SEEDS']})" in page
+    # notebook 11's claims: one row each, from its tagged runs
     regime_claims = claims.method_regime(regime.variants("small", params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"]),
                                          run_config("od", "small").method.od_min_pairs,
                                          regime.default_ivd_warmup("small"))

@@ -39,8 +39,8 @@ from wmrl.experiments.stats import (
     verdict,
 )
 
-__all__ = ["ABLATION", "ANCHOR_ONLY", "LLM", "MAIN", "VLA", "Claim", "ComputeToReach", "claims_display", "claims_table",
-           "evaluate_claims", "method_regime", "std_confirmation", "what_we_see"]
+__all__ = ["ABLATION", "ANCHOR_ONLY", "CONFIRM_ARMS", "LLM", "MAIN", "VLA", "Claim", "ComputeToReach", "claims_display",
+           "claims_table", "evaluate_claims", "method_regime", "std_confirmation", "what_we_see"]
 
 
 @dataclass(frozen=True)
