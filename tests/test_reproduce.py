@@ -128,3 +128,21 @@ def test_the_beyond_campaign_retrains_notebook_12s_runs_by_their_seeds_and_no_ot
     removed = {int(s) for s in re.findall(r"results/train/small/\*/seed(\d+)", out)}
     p = notebook_params("small")
     assert removed == set(p["CONFIRM_SEEDS"]) and not removed & set(p["SEEDS"])
+
+
+def test_the_paper_campaign_removes_only_its_own_seeds_of_the_folders_it_retrains():
+    """`make reproduce` retrains the default runs and notebook 11's at the preset's SEEDS; notebook 12's runs at
+    CONFIRM_SEEDS sit in the same folders and are the beyond campaign's, so they are kept (a fresh clone's
+    `make reproduce` once removed them and RESULTS.md lost notebook 12's claims)."""
+    import re
+    import subprocess
+
+    from wmrl.presets import notebook_params
+
+    out = subprocess.run(["make", "-n", "reproduce"], cwd=reproduce.REPO, capture_output=True, text=True,
+                         check=True).stdout
+    find = next(line for line in out.splitlines() if "find results/train/small" in line)
+    removed = {int(s) for s in re.findall(r"\{\}/seed(\d+)", find)}
+    p = notebook_params("small")
+    assert removed == set(p["SEEDS"]) and not removed & set(p["CONFIRM_SEEDS"])
+    assert "-exec rm -rf {} " not in find  # never a whole folder
