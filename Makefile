@@ -21,7 +21,8 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 ## The small-scale reproduction from scratch, in four campaigns meant to fit 2 hours each on 2 cores
-## (wmrl/reproduce.py's CAMPAIGNS; measured: paper 1 h 56 min, 2 h 9 min on a later host build, dial and beyond under 2 h (README), llm about 2 h 26).
+## (wmrl/reproduce.py's CAMPAIGNS; measured: paper 1 h 56 min, 2 h 9 min on a later host build, dial and beyond
+## under 2 h (README), llm about 2 h 26).
 ## `make reproduce`: the paper's experiments and the method in its regime (notebooks 00-06 and 11), every run of
 ## the `small` preset retrained (the committed ones are in git) except the other campaigns', every notebook
 ## trained and replayed. After it, `make reproduce-dial` (notebook 08, the fidelity dial) and `make
@@ -36,12 +37,14 @@ DIAL_TAGS := -name '*~oracle-*' -o -name '*~wm-*'
 PAPER_RUNS := ! -name '*~*' -o $(PAPER_TAGS)
 DIAL_RUNS := $(DIAL_TAGS)
 BEYOND_RUNS := -name '*~*' ! \( $(PAPER_TAGS) -o $(DIAL_TAGS) \)
+# A list in the small preset's notebook parameters (wmrl/presets.py), e.g. $(call small_seeds,SEEDS).
+small_seeds = $(shell $(PY) -c 'from wmrl.presets import notebook_params; print(*notebook_params("small")["$(1)"])')
 # It removes its folders' seeds only (the preset's SEEDS): notebook 12's runs at CONFIRM_SEEDS sit in the same
 # folders and are the beyond campaign's.
-SEEDS = $(shell $(PY) -c 'from wmrl.presets import notebook_params; print(*notebook_params("small")["SEEDS"])')
 reproduce: $(VENV)/.installed
 	rm -rf results/fidelity/small results/vla/small results/vla/.work results/runs
-	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(PAPER_RUNS) \) -exec rm -rf $(foreach s,$(SEEDS),{}/seed$(s)) \;
+	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(PAPER_RUNS) \) \
+		-exec rm -rf $(foreach s,$(call small_seeds,SEEDS),{}/seed$(s)) \;
 	$(PY) -m wmrl.reproduce --campaign paper
 
 reproduce-dial: $(VENV)/.installed
@@ -50,10 +53,9 @@ reproduce-dial: $(VENV)/.installed
 
 # Notebook 12's runs are default and `std` runs at seeds no other notebook uses (the preset's CONFIRM_SEEDS):
 # they sit in the paper campaign's folders, so the beyond campaign removes them by seed.
-CONFIRM_SEEDS = $(shell $(PY) -c 'from wmrl.presets import notebook_params; print(*notebook_params("small")["CONFIRM_SEEDS"])')
 reproduce-beyond: $(VENV)/.installed
 	test ! -d $(SMALL) || find $(SMALL) -mindepth 1 -maxdepth 1 \( $(BEYOND_RUNS) \) -exec rm -rf {} +
-	rm -rf $(foreach s,$(CONFIRM_SEEDS),$(SMALL)/*/seed$(s))
+	rm -rf $(foreach s,$(call small_seeds,CONFIRM_SEEDS),$(SMALL)/*/seed$(s))
 	$(PY) -m wmrl.reproduce --campaign beyond
 
 ## The LLM agent (notebook 07): SmolLM2-135M's warm start (cached per seed under the data root) and its five

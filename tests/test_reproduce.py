@@ -119,12 +119,10 @@ def test_the_beyond_campaign_retrains_notebook_12s_runs_by_their_seeds_and_no_ot
     """Notebook 12's runs sit in the paper campaign's folders at the preset's CONFIRM_SEEDS: `make reproduce-beyond`
     removes exactly those seeds (so it retrains them) and none of the seeds the other notebooks read."""
     import re
-    import subprocess
 
     from wmrl.presets import notebook_params
 
-    out = subprocess.run(["make", "-n", "reproduce-beyond"], cwd=reproduce.REPO, capture_output=True, text=True,
-                         check=True).stdout
+    out = _dry_run("reproduce-beyond")
     removed = {int(s) for s in re.findall(r"results/train/small/\*/seed(\d+)", out)}
     p = notebook_params("small")
     assert removed == set(p["CONFIRM_SEEDS"]) and not removed & set(p["SEEDS"])
@@ -135,14 +133,19 @@ def test_the_paper_campaign_removes_only_its_own_seeds_of_the_folders_it_retrain
     CONFIRM_SEEDS sit in the same folders and are the beyond campaign's, so they are kept (a fresh clone's
     `make reproduce` once removed them and RESULTS.md lost notebook 12's claims)."""
     import re
-    import subprocess
 
     from wmrl.presets import notebook_params
 
-    out = subprocess.run(["make", "-n", "reproduce"], cwd=reproduce.REPO, capture_output=True, text=True,
-                         check=True).stdout
-    find = next(line for line in out.splitlines() if "find results/train/small" in line)
+    find = _dry_run("reproduce").replace("\\\n", " ")  # one command, whatever lines the Makefile splits it over
+    find = next(line for line in find.splitlines() if "find results/train/small" in line)
     removed = {int(s) for s in re.findall(r"\{\}/seed(\d+)", find)}
     p = notebook_params("small")
     assert removed == set(p["SEEDS"]) and not removed & set(p["CONFIRM_SEEDS"])
     assert "-exec rm -rf {} " not in find  # never a whole folder
+
+
+def _dry_run(target: str) -> str:
+    """The commands ``make target`` would run (``make -n``), as make prints them."""
+    import subprocess
+
+    return subprocess.run(["make", "-n", target], cwd=reproduce.REPO, capture_output=True, text=True, check=True).stdout
