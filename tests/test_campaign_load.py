@@ -2,7 +2,7 @@
 
 import pytest
 
-from wmrl.experiments.campaign_load import compare_memos, memo_outcomes
+from bench.campaign_load import compare_memos, memo_outcomes
 from wmrl.trainer.memo import ExecutionMemo
 
 

@@ -8,7 +8,7 @@ from wmrl.vocabulary import EXECUTION_STATUSES
 
 
 def test_the_warm_starts_targets_are_the_ones_its_sft_draws_and_each_is_run_in_the_sandbox(pool):
-    from wmrl.experiments.llm_bench import target_rate
+    from bench.llm_bench import target_rate
     from wmrl.presets import run_config
     from wmrl.runs import per_category
     from wmrl.trainer.llm.sft import sft_dataset
@@ -29,8 +29,8 @@ def test_the_targets_command_applies_its_overrides_to_the_warm_start_it_measures
     task), not the preset's; a bad field is refused with the configuration's own message."""
     import json
 
+    from bench import llm_bench
     from wmrl.config import ConfigError
-    from wmrl.experiments import llm_bench
 
     monkeypatch.setattr("wmrl.tasks.get_pool", lambda *a, **k: pool)
     assert llm_bench.main(["targets", "--preset", "llm-smoke", "--set", "llm.sft_per_task=1"]) == 0

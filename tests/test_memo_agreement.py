@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wmrl.experiments.memo_agreement import compare_memos, main, read_memo, summary
+from bench.memo_agreement import compare_memos, main, read_memo, summary
 from wmrl.sandbox.result import ExecutionResult
 from wmrl.trainer.memo import ExecutionMemo
 

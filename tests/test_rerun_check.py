@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wmrl.experiments.rerun_check import claim_verdicts, compare, headline_numbers, main
+from bench.rerun_check import claim_verdicts, compare, headline_numbers, main
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,8 @@ CPU time. Goals are judged on the CPU median: on a machine shared with other job
 mostly measures the queue for a core, while CPU time measures what the code costs.
 
 A base module (nothing of wmrl below it): the sandbox's and the VLA's benchmark modules declare
-their ``BENCHES`` with it, and ``python -m wmrl.bench`` (:mod:`wmrl.bench`, at the top of the
-import graph) collects and runs them.
+their ``BENCHES`` with it, and ``python -m bench.micro`` (outside the package, so above every
+layer of it) collects and runs them.
 """
 
 from __future__ import annotations

@@ -5,14 +5,14 @@ one-second script (goal: median wall at most 1.2x), (2) the throughput of ``run_
 2 workers against sequential runs, and, for the local backend, (3) the cold and the warm
 launcher side by side: per-run wall and solution CPU (``cpu_s``) on a trivial script and on one
 that imports pandas and scikit-learn, and ``run_many`` throughput on the latter. ``BENCHES``
-puts the same measurements into ``make bench`` (``wmrl.bench``). A benchmark, not a test: the
+puts the same measurements into ``make bench`` (``bench/micro.py``). A benchmark, not a test: the
 numbers depend on the machine's load; ``cpu_s`` much less so than wall.
 
 ``load_agreement(jobs, load)`` asks whether outcomes depend on the load: any list of ``(task,
 code)`` runs as the machine is, then again beside ``load`` busy loops, and ``print_agreement``
 prints the largest CPU-time difference and the share of executions whose outcome changed. ``make
-bench`` runs it on a fixed set of the agent's scripts (``python -m wmrl.experiments.sandbox_load``,
-above the agent in the import layers, which this module sits below).
+bench`` runs it on a fixed set of the agent's scripts (``python -m bench.sandbox_load``,
+outside the package, which this module sits below).
 """
 from __future__ import annotations
 

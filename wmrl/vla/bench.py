@@ -74,7 +74,7 @@ def bench(preset_name: str = "small", horizon: int = 50) -> dict:
     return out
 
 
-#: For ``make bench`` (:mod:`wmrl.bench`): the rollout cost of one ``small`` training step.
+#: For ``make bench`` (``bench/micro.py``): the rollout cost of one ``small`` training step.
 BENCHES = [Bench("rollouts of one small VLA training step", lambda: _train_step(*_setup("small")), slow=True,
                  note="full horizon, an upper bound; `python -m wmrl.vla.bench` also prints env steps/s")]
 

@@ -1,6 +1,6 @@
-"""``python -m wmrl.experiments.memo_agreement REFERENCE OTHER...``: is executing a script repeatable?
+"""``python -m bench.memo_agreement REFERENCE OTHER...``: is executing a script repeatable?
 
-Issue 11's question, measured on executions already made: a script that two execution memos both
+Answered from executions already made: a script that two execution memos both
 hold (the same task, code, pool and budget: the memo's key) was run twice, at different times and
 under whatever load the machine had then. This compares every such pair of executions: how often
 the status changed (ok once, timeout the next: the budget is CPU seconds, and a script's CPU time
@@ -63,7 +63,7 @@ def summary(pairs: pd.DataFrame) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m wmrl.experiments.memo_agreement", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.memo_agreement", description=__doc__.split("\n\n")[0])
     parser.add_argument("reference", help="an execution memo (e.g. the data root's memo.sqlite)")
     parser.add_argument("others", nargs="+", help="memos to compare with it (e.g. results/train/*/*/*/memo.sqlite)")
     args = parser.parse_args(argv)

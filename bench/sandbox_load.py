@@ -1,6 +1,6 @@
-"""``python -m wmrl.experiments.sandbox_load``: do real outcomes depend on the machine's load?
+"""``python -m bench.sandbox_load``: do real outcomes depend on the machine's load?
 
-Issue 11's goal is that the same seed gives the same numbers idle or busy. The sandbox's budget
+The goal is that the same seed gives the same numbers idle or busy. The sandbox's budget
 counts CPU seconds, not wall-clock seconds, so a queue for a core no longer turns valid scripts
 into timeouts; what is left is CPU time's own jitter near the budget. This benchmark (in ``make
 bench``) measures it on a fixed set of scripts the untrained agent writes for the pool's tasks
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 
+from wmrl.agent.habits import sample_items
 from wmrl.sandbox import Sandbox
 from wmrl.sandbox.bench import load_agreement, print_agreement
 from wmrl.tasks import get_pool
-from wmrl.world_model.fidelity import sample_items
 
 __all__ = ["agent_scripts", "main"]
 
@@ -28,7 +28,7 @@ def agent_scripts(n: int, seed: int = 0) -> list[tuple]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m wmrl.experiments.sandbox_load", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.sandbox_load", description=__doc__.splitlines()[0])
     parser.add_argument("--scripts", type=int, default=32, help="scripts in the fixed set (default 32)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fixed set")
     parser.add_argument("--load", type=int, default=1, help="busy loops beside the busy runs (default 1)")

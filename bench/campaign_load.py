@@ -1,6 +1,6 @@
-"""``python -m wmrl.experiments.campaign_load``: does a short campaign give the same numbers idle and busy?
+"""``python -m bench.campaign_load``: does a short campaign give the same numbers idle and busy?
 
-Issue 11's goal for ``make reproduce``: the same seed gives the same numbers idle or busy. The
+The goal for ``make reproduce``: the same seed gives the same numbers idle or busy. The
 sandbox's budget counts the solution's CPU seconds, so contention no longer turns valid scripts
 into timeouts, but a script whose CPU time lies within its own jitter of the budget can still
 finish in one run and time out in the other, and the run diverges from there. This benchmark (in
@@ -9,7 +9,7 @@ finish in one run and time out in the other, and the run diverges from there. Th
 run the held-out Avg both ways, and over the scripts both runs executed (each run's memo holds
 every (task, script) it ran, once) the share whose outcome (status, limit, percentile) changed;
 scripts that only one of the two runs met measure how far the runs diverged.
-(``python -m wmrl.experiments.sandbox_load`` measures the same jitter on a fixed set of scripts.)
+(``python -m bench.sandbox_load`` measures the same jitter on a fixed set of scripts.)
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def train_idle_and_busy(arms, seeds, preset: str, load: int, out: str | Path) ->
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
-    parser = argparse.ArgumentParser(prog="python -m wmrl.experiments.campaign_load", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.campaign_load", description=__doc__.splitlines()[0])
     parser.add_argument("--arms", nargs="+", default=["wmrl"], help="arms to train (default: wmrl)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="seeds (default: 0)")
     parser.add_argument("--preset", default="small", help="a grammar preset of wmrl/presets.py (default: small)")

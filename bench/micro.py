@@ -1,14 +1,15 @@
-"""Micro-benchmarks: ``python -m wmrl.bench`` (what ``make bench`` runs).
+"""Micro-benchmarks: ``python -m bench.micro`` (what ``make bench`` runs).
 
 Why: WMRL's promise is that a world model makes a step cheap, so the bookkeeping it adds
 (anchor selection, Online Debiasing, IVD, advantages) must cost nothing next to generation and
-execution. The goals, from issue 2: an isotonic refit on 5,000 anchor pairs under 5 ms, and a
+execution. The goals: an isotonic refit on 5,000 anchor pairs under 5 ms, and a
 whole step's bookkeeping for 8 groups x 8 trajectories under 1 ms. A missed goal is profiled on
 the spot (top functions by cumulative time), so the report says where the time goes.
 
 The timing harness (:class:`~wmrl.microbench.Bench`, :func:`~wmrl.microbench.run_bench`) lives in
 :mod:`wmrl.microbench`, at the bottom of the import graph, so that the sandbox's and the VLA's
-benchmark modules can declare benchmarks without importing this top-level runner.
+benchmark modules can declare benchmarks without importing this runner, which sits outside the
+package (``bench/``) with the other diagnostics.
 
 Adding a section: a module exposes ``BENCHES: list[wmrl.microbench.Bench]`` and is listed in
 :data:`SECTIONS` (``wmrl.sandbox.bench``, ``wmrl.vla.bench`` are, and run when importable). Mark
@@ -118,12 +119,12 @@ BENCHES = [
     Bench("  group_advantages", _part("advantages")),
 ]
 
-SECTIONS = {"core": "wmrl.bench", "sandbox": "wmrl.sandbox.bench", "vla": "wmrl.vla.bench"}
+SECTIONS = {"core": "bench.micro", "sandbox": "wmrl.sandbox.bench", "vla": "wmrl.vla.bench"}
 
 
 def _load(module: str):
     """A section's BENCHES, or None when its module does not exist (yet)."""
-    if module == "wmrl.bench":  # this module (also when run as __main__)
+    if module == "bench.micro":  # this module (also when run as __main__)
         return BENCHES
     try:
         mod = importlib.import_module(module)
@@ -132,12 +133,12 @@ def _load(module: str):
             return None  # the section does not exist yet
         raise
     if not hasattr(mod, "BENCHES"):
-        raise AttributeError(f"{module} must expose BENCHES, a list of wmrl.microbench.Bench (see wmrl.bench's docstring)")
+        raise AttributeError(f"{module} must expose BENCHES, a list of wmrl.microbench.Bench (see bench.micro's docstring)")
     return mod.BENCHES
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m wmrl.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.micro", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=list(SECTIONS), help="sections to run (default: all)")
     parser.add_argument("--skip-slow", action="store_true", help="leave out benchmarks marked slow")
     parser.add_argument("--repeat", type=int, default=15, help="repeats per benchmark (median reported)")

@@ -1,12 +1,12 @@
 """Measurements that size the LLM presets: runnable rate, and where a GRPO step's seconds go.
 
-``python -m wmrl.experiments.llm_bench step --preset llm-smoke --arm wmrl`` runs one training step and
+``python -m bench.llm_bench step --preset llm-smoke --arm wmrl`` runs one training step and
 prints generation tokens per second, world-model seconds per scored solution against execution
 seconds per run, and the step's breakdown (generation / world model / execution / update).
-``python -m wmrl.experiments.llm_bench runnable --model FOLDER --contract fit_predict --samples 2``
+``python -m bench.llm_bench runnable --model FOLDER --contract fit_predict --samples 2``
 samples solutions for every held-out task and runs them for real: the share that runs ok is the
 number that says whether a model can learn anything from GRPO at all.
-``python -m wmrl.experiments.llm_bench targets --preset llm-small`` runs the supervised warm start's
+``python -m bench.llm_bench targets --preset llm-small`` runs the supervised warm start's
 own targets (the grammar habits' solutions for the training tasks, :func:`wmrl.trainer.llm.sft.sft_dataset`)
 in the sandbox: the share of them that runs is the most a warm start fitted to them can be expected
 to reach. ``... warm-start --preset llm-small --set llm.sft_targets=runnable`` builds (or finds) a
@@ -112,7 +112,7 @@ def _add_set(parser, example: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m wmrl.experiments.llm_bench", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m bench.llm_bench", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("step", help="time one GRPO step of a preset")
     s.add_argument("--preset", default="llm-smoke")

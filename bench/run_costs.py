@@ -1,6 +1,6 @@
-"""``python -m wmrl.experiments.bench``: the trainer's cost goals, read off finished runs.
+"""``python -m bench.run_costs``: the trainer's cost goals, read off finished runs.
 
-Issue 4's goals, each checked on the runs in ``results/train/<preset>/`` (the measured ledgers,
+The trainer's cost goals, each checked on the runs in ``results/train/<preset>/`` (the measured ledgers,
 not a separate micro-benchmark, so the numbers are the ones the notebooks report):
 
 - scoring one trajectory-turn with the program-analysis world model costs at most 1/50 of one
@@ -53,7 +53,7 @@ def cost_goals(preset: str = "small", results: Path = RESULTS) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m wmrl.experiments.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.run_costs", description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="small")
     args = ap.parse_args(argv)
     try:

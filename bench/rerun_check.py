@@ -1,6 +1,6 @@
-"""``python -m wmrl.experiments.rerun_check COMMITTED RERUN``: did a rerun regenerate the committed numbers?
+"""``python -m bench.rerun_check COMMITTED RERUN``: did a rerun regenerate the committed numbers?
 
-Issue 11's reproducibility goal, as a measurement: a fresh clone's ``make reproduce`` regenerates the
+The reproducibility goal, checked: a fresh clone's ``make reproduce`` regenerates the
 committed numbers, every run's held-out Avg within 1 point and every verdict identical. Given two
 checkouts (the committed one and a clone in which a campaign was rerun), this reads every run's
 headline number from both ``results/`` trees and every claim's verdict from both ``RESULTS.md``
@@ -99,7 +99,7 @@ def compare(committed: str | Path, rerun: str | Path, tolerance: float = 1.0) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m wmrl.experiments.rerun_check", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m bench.rerun_check", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("committed", help="the checkout whose results are committed (e.g. .)")
     ap.add_argument("rerun", help="a checkout in which a campaign was rerun (e.g. a fresh clone after make reproduce)")
