@@ -158,8 +158,8 @@ def test_a_run_with_gpus_has_no_address_space_limit_which_cuda_would_exceed():
     assert "RLIMIT_AS" in Limits().rlimits() and "RLIMIT_AS" not in Limits(gpus=1).rlimits()
 
 
-def test_gpus_are_refused_by_the_local_backend_with_the_way_out():
-    with pytest.raises(ValueError, match="backend='docker'"):
+def test_gpus_without_the_devices_set_apart_for_executions_are_refused_with_the_way_out():
+    with pytest.raises(ValueError, match="gpus=1 needs gpu_devices"):
         Sandbox("local", gpus=1)
 
 

@@ -280,7 +280,14 @@ class SandboxConfig:
     #: wall-clock backstop against scripts that sleep or block; None: max(5 x budget, budget + 10 s)
     wall_timeout_s: float | None = None
     memory_mb: int = 2048
-    gpus: int = 0  # GPUs per execution slot (docker and ray only)
+    cpus: float = 1.0  # CPU cores per execution (its CPU quota and thread pools; the budget stays CPU seconds)
+    #: size in MB of an execution's private work folder (where it writes its submission), ``/tmp`` and ``/dev/shm``
+    work_mb: int = 512
+    gpus: int = 0  # GPUs per execution
+    #: the host GPUs executions may use, as CUDA indices or UUIDs, comma-separated (e.g. ``"5,6,7"``); each
+    #: execution takes ``gpus`` of them in turn (round robin). Needed with ``gpus`` > 0 under the threads
+    #: executor, so that no execution lands on a training or world-model GPU; under ``ray``, Ray assigns them.
+    gpu_devices: str | None = None
     #: ``run``: a script this run already executed for a task is served from the run's own memo
     #: (charged the measured cost of the execution it reuses), so a run depends on nothing outside
     #: itself; ``shared``: one memo at the data root for every run (faster; a labelled replay mode:
@@ -289,7 +296,18 @@ class SandboxConfig:
 
     def __post_init__(self):
         check_section(self)
-        at_least(self, workers=1, memory_mb=64, gpus=0)
+        at_least(self, workers=1, memory_mb=64, gpus=0, work_mb=16)
+        if self.cpus <= 0:
+            raise ConfigError(f"sandbox.cpus must be > 0, got {self.cpus}")
+        devices = [d.strip() for d in (self.gpu_devices or "").split(",") if d.strip()]
+        if self.gpus and self.executor == "threads" and len(devices) < self.gpus:
+            raise ConfigError(f"sandbox.gpus={self.gpus} needs sandbox.gpu_devices, at least {self.gpus} host GPU(s) "
+                              f"set apart for executions (got {self.gpu_devices!r}), e.g. "
+                              "--set sandbox.gpu_devices=7; without them every execution lands on the first GPU")
+        if devices and (not self.gpus or self.executor == "ray"):
+            raise ConfigError(f"sandbox.gpu_devices={self.gpu_devices!r} is for sandbox.gpus > 0 under "
+                              f"sandbox.executor='threads' (got gpus={self.gpus}, executor={self.executor!r}; "
+                              "under ray, Ray assigns the GPUs): set gpus, or gpu_devices=null")
         if self.timeout_s <= 0:
             raise ConfigError(f"sandbox.timeout_s must be > 0, got {self.timeout_s}")
         if self.wall_timeout_s is not None and self.wall_timeout_s < self.timeout_s:

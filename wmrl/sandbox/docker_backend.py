@@ -10,9 +10,9 @@ torch, for GPU slots) or ``sandbox/build_offline.sh`` (label ``wmrl.python=host`
 interpreter and venv are mounted read-only).
 
 Limits come from the sandbox's ``Limits``: memory (plus 256 MB for the supervisor), CPU rate
-(``nano_cpus``), processes (``pids_limit``), GPUs (``device_requests``: the GPUs a Ray worker was
-assigned when ``CUDA_VISIBLE_DEVICES`` names them, else any ``gpus`` of the machine's), and the
-budget, which the supervisor enforces as everywhere. One difference from the local backend:
+(``nano_cpus``), processes (``pids_limit``), GPUs (``device_requests`` by id: the execution's share
+of ``sandbox.gpu_devices``, or what Ray assigned; :mod:`.gpus`), the work folder's size
+(``tmpfs_mb``) and the budget, which the supervisor enforces as everywhere. One difference from the local backend:
 the CPU account is the container's own cgroup, read from inside (``/sys/fs/cgroup``), less the
 supervisor's own CPU time, so a run's ``cpu_s`` includes the kernel's work of setting up the
 container's processes that a local run's group does not see (a few milliseconds); where the
@@ -127,23 +127,18 @@ def docker_available(image: str = DEFAULT_IMAGE) -> str | None:
     return None
 
 
-def device_requests(gpus: int) -> list:
-    """The docker SDK's GPU request for ``gpus`` GPUs (none for 0).
+def device_requests(devices: tuple[str, ...]) -> list:
+    """The docker SDK's GPU request for exactly the host GPUs ``devices`` (none for none).
 
-    Inside a Ray worker that was given GPUs, ``CUDA_VISIBLE_DEVICES`` names them, and exactly
-    those are passed on (Ray's accounting then matches what the container uses); elsewhere the
-    engine picks ``gpus`` of the machine's GPUs.
+    Always by id: a request by ``count`` lets the engine choose, and it gives every container the
+    same first GPU (a training GPU on a training node). The ids come from the sandbox's
+    :class:`~wmrl.sandbox.gpus.GpuPool`, or from Ray's assignment under the Ray executor.
     """
-    if not gpus:
+    if not devices:
         return []
     from docker.types import DeviceRequest
 
-    assigned = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    if assigned:
-        if len(assigned) < gpus:
-            raise SandboxError(f"gpus={gpus} but this process may use only CUDA_VISIBLE_DEVICES={','.join(assigned)}")
-        return [DeviceRequest(device_ids=assigned[:gpus], capabilities=[["gpu"]])]
-    return [DeviceRequest(count=gpus, capabilities=[["gpu"]])]
+    return [DeviceRequest(device_ids=list(devices), capabilities=[["gpu"]])]
 
 
 class DockerBackend:
@@ -173,7 +168,7 @@ class DockerBackend:
             volumes.update({p: {"bind": p, "mode": "ro"} for p in interpreter_paths()})
         return volumes
 
-    def execute(self, task, code: str) -> tuple[RunDir, dict | None, bool, float]:
+    def execute(self, task, code: str, devices: tuple[str, ...] = ()) -> tuple[RunDir, dict | None, bool, float]:
         # The view's checks refuse a task no mount could keep apart from its answers; its covers
         # are not needed here: a container starts from an image that holds no data.
         view = solution_view(task, interpreter_paths() if self.host_python else (), self.base)
@@ -192,7 +187,7 @@ class DockerBackend:
                    _IN["work"]: f"size={lim.tmpfs_mb}m,mode=0700"},
             shm_size=f"{lim.tmpfs_mb}m", environment=solution_env(_IN["work"], _IN["data"], lim.cpus),
             mem_limit=f"{lim.memory_mb + 256}m", memswap_limit=f"{lim.memory_mb + 256}m",
-            nano_cpus=int(lim.cpus * 1e9), pids_limit=lim.nproc + 16, device_requests=device_requests(lim.gpus),
+            nano_cpus=int(lim.cpus * 1e9), pids_limit=lim.nproc + 16, device_requests=device_requests(tuple(devices)),
             cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "KILL", "CHOWN", "DAC_READ_SEARCH"],
             security_opt=["no-new-privileges"], working_dir=_IN["work"], labels={LABEL: str(run.root)})
         import requests

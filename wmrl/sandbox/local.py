@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from wmrl.config import SandboxConfig
+
 from . import warm as warm_launcher
 from .cgroup import RunCgroups, cpu_cgroup_root, memory_cgroup_root
 from .view import SandboxError, SolutionView, closed_parents, interpreter_paths, solution_view
@@ -75,10 +77,10 @@ class Limits:
 
     timeout_s: float = 60.0
     memory_mb: int = 2048
-    cpus: float = 1.0
+    cpus: float = SandboxConfig.cpus
     wall_timeout_s: float | None = None
     gpus: int = 0
-    tmpfs_mb: int = 512      # private /tmp, /var/tmp, /dev/shm
+    tmpfs_mb: int = SandboxConfig.work_mb  # the private work folder, /tmp, /var/tmp, /dev/shm
     nproc: int = 256         # processes + threads of the run's uid
     fsize_mb: int = 1024     # largest file the solution may write
     nofile: int = 1024
@@ -116,10 +118,16 @@ class Limits:
         return self.wall_timeout_s + self.kill_grace_s + 10.0
 
 
-def solution_env(workdir: str, data_dir: str, cpus: float) -> dict[str, str]:
-    """A scrubbed environment: nothing of the host's leaks in, thread pools sized to ``cpus``."""
+def solution_env(workdir: str, data_dir: str, cpus: float, cuda_devices: tuple[str, ...] | None = None) -> dict[str, str]:
+    """A scrubbed environment: nothing of the host's leaks in, thread pools sized to ``cpus``.
+
+    ``cuda_devices``: the host GPUs the solution may use, as ``CUDA_VISIBLE_DEVICES`` (an empty
+    tuple hides every GPU, so that a CPU slot on a GPU node cannot take a training GPU); None
+    leaves the variable unset (a container sees only the GPUs it was given anyway).
+    """
     threads = str(max(1, int(cpus)))
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "USER": "sandbox",
+    gpu = {} if cuda_devices is None else {"CUDA_VISIBLE_DEVICES": ",".join(cuda_devices)}
+    return {**gpu, "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "USER": "sandbox",
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
             "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg", "DATA_DIR": data_dir,
             "SUBMISSION_PATH": os.path.join(workdir, "submission.csv"), **{v: threads for v in _THREAD_VARS}}
@@ -223,14 +231,15 @@ class LocalBackend:
                                                 "cpucg" if self.cpucg else "", "rlimits", "scrubbed-env",
                                                 "warm" if self.warm else ""]))
 
-    def execute(self, task, code: str) -> tuple[RunDir, dict | None, bool, float]:
-        """Run once; returns (run dir, supervisor status or None, killed by the host backstop, wall)."""
+    def execute(self, task, code: str, devices: tuple[str, ...] = ()) -> tuple[RunDir, dict | None, bool, float]:
+        """Run once on the host GPUs ``devices`` (none: every GPU hidden); returns (run dir, supervisor
+        status or None, killed by the host backstop, wall)."""
         view = solution_view(task, self.expose, self.base)  # before anything is created: it may refuse the task
         run = RunDir.create(self.base, code, self.drop_uid)
         spec = run.spec(view, self.limits, mounts=bool(self.prefix))
         groups = RunCgroups.create(run.root.name, self.limits.memory_mb, memory=self.memcg, cpu=self.cpucg)
         spec.update(groups.spec())
-        env = solution_env(spec["workdir"], spec["public_dir"], self.limits.cpus)
+        env = solution_env(spec["workdir"], spec["public_dir"], self.limits.cpus, tuple(devices))
         if self.warm:  # a fork inherits the server's process state: the spec says what to change
             spec.update(env=env, namespaces=bool(self.prefix))
         (run.meta / "spec").write_bytes(marshal.dumps(spec))

@@ -11,11 +11,15 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from wmrl.config import SandboxConfig
+
+from .gpus import GpuPool, parse_devices, ray_assigned
 from .local import Limits, LocalBackend, RunDir
 from .result import ExecutionResult, classify, timeout_limit
 from .view import SandboxError
@@ -66,7 +70,12 @@ class Sandbox:
     ``wall_timeout_s`` a wall-clock backstop against sleeping or blocked programs (default
     ``max(5 * timeout_s, timeout_s + 10)``); both end a run as ``timeout`` and the result's
     ``limit`` says which. ``backend`` is "local" (namespaces, this machine) or "docker" (one
-    container per run, ``image``; ``gpus`` > 0 hands each container that many GPUs);
+    container per run, ``image``). ``gpus`` > 0 gives each execution that many GPUs: under the
+    threads executor taken in turn from ``gpu_devices`` (host CUDA indices or UUIDs, e.g. ``"5,6,7"``;
+    :mod:`.gpus`), under Ray the ones Ray assigned. Docker's device cgroup confines a container to
+    its GPUs; the local backend only sets the solution's ``CUDA_VISIBLE_DEVICES`` (every GPU hidden
+    with ``gpus=0``), which a solution that resets it can get round. ``work_mb`` sizes the run's
+    private work folder, ``/tmp`` and ``/dev/shm``.
     ``executor`` is "threads" (this machine) or "ray" (fan ``run_many`` out over a Ray cluster,
     each job asking for ``cpus`` CPUs and ``gpus`` GPUs). ``grader`` defaults to
     ``wmrl.grading.grade``. ``warm`` (local backend only) runs solutions from a server that has
@@ -74,20 +83,30 @@ class Sandbox:
     statuses; ``facts.warm_start`` says whether it is in use.
     """
 
-    def __init__(self, backend: str = "local", timeout_s: float = 60.0, memory_mb: int = 2048, cpus: float = 1.0,
-                 *, wall_timeout_s: float | None = None, gpus: int = 0, executor: str = "threads",
-                 image: str | None = None, warm: bool = True, grader=None,
+    def __init__(self, backend: str = "local", timeout_s: float = 60.0, memory_mb: int = 2048,
+                 cpus: float = SandboxConfig.cpus, *, wall_timeout_s: float | None = None, gpus: int = 0,
+                 gpu_devices: str | Sequence[str] | None = None, work_mb: int = SandboxConfig.work_mb,
+                 executor: str = "threads", image: str | None = None, warm: bool = True, grader=None,
                  base_dir: str | os.PathLike | None = None):
         if backend not in ("local", "docker"):
             raise ValueError(f"backend must be 'local' or 'docker', not {backend!r}")
         if executor not in ("threads", "ray"):
             raise ValueError(f"executor must be 'threads' or 'ray', not {executor!r}")
-        if gpus and backend == "local":
-            raise ValueError(f"gpus={gpus!r} needs backend='docker': the local backend cannot give a run GPUs of "
-                             "its own (use Sandbox('docker', gpus=...), or gpus=0)")
+        devices = parse_devices(gpu_devices)
+        if devices and executor == "ray":
+            raise ValueError(f"gpu_devices={gpu_devices!r} is for the threads executor; under executor='ray' Ray "
+                             "assigns each execution its GPUs (leave gpu_devices unset)")
+        if devices and not gpus:
+            raise ValueError(f"gpu_devices={gpu_devices!r} but gpus=0: set gpus (GPUs per execution) too, or drop "
+                             "gpu_devices")
+        if gpus and executor == "threads" and not devices:
+            raise ValueError(f"gpus={gpus!r} needs gpu_devices, the host GPUs executions may use (e.g. "
+                             "gpu_devices='7'): without them every execution would land on the same first GPU, "
+                             "a training GPU on a training node")
         self.backend, self.executor, self.grader = backend, executor, grader
         self.limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb, cpus=cpus, wall_timeout_s=wall_timeout_s,
-                             gpus=gpus)
+                             gpus=gpus, tmpfs_mb=work_mb)
+        self.gpu_pool = GpuPool(devices, gpus) if devices else None
         self.base_dir, self.image, self.warm = base_dir, image, warm
         self._impl = None
 
@@ -121,11 +140,17 @@ class Sandbox:
             return ExecutionResult("syntax_error", type(exc).__name__, getattr(exc, "lineno", None),
                                    stderr_tail=f"{type(exc).__name__}: {exc}", isolation=self.isolation,
                                    reason=f"{type(exc).__name__}: {exc}")
-        run, status, killed, wall = self.impl.execute(task, code)
+        run, status, killed, wall = self.impl.execute(task, code, self._devices())
         try:
             return self._finish(task, run, status or {}, killed, wall)
         finally:
             run.remove()
+
+    def _devices(self) -> tuple[str, ...]:
+        """This execution's host GPUs: its turn of ``gpu_devices``, Ray's assignment, or none."""
+        if not self.limits.gpus:
+            return ()
+        return self.gpu_pool.take() if self.gpu_pool is not None else ray_assigned(self.limits.gpus)
 
     def _finish(self, task, run: RunDir, status: dict, killed: bool, wall: float) -> ExecutionResult:
         kind, error_type, error_line, reason = classify(status, killed, self.limits)

@@ -25,8 +25,9 @@ __all__ = ["make_memo", "make_oracle_memo", "make_sandbox", "make_world_model"]
 
 def make_sandbox(cfg: SandboxConfig):
     """The :class:`wmrl.sandbox.Sandbox` that ``cfg`` describes."""
-    return Sandbox(cfg.backend, timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb, wall_timeout_s=cfg.wall_timeout_s,
-                   gpus=cfg.gpus, executor=cfg.executor, image=cfg.image)
+    return Sandbox(cfg.backend, timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb, cpus=cfg.cpus,
+                   wall_timeout_s=cfg.wall_timeout_s, gpus=cfg.gpus, gpu_devices=cfg.gpu_devices, work_mb=cfg.work_mb,
+                   executor=cfg.executor, image=cfg.image)
 
 
 def make_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: str | None = None, memo=None,

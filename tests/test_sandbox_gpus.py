@@ -1,0 +1,105 @@
+"""GPU placement: which host GPUs an execution gets, on every backend and from the configuration.
+
+The placement itself is plain bookkeeping, so it is tested here on CPU: the local backend's
+solution reads the ``CUDA_VISIBLE_DEVICES`` it was given, which is what CUDA would enumerate.
+"""
+import threading
+
+import pytest
+
+from wmrl.config import ConfigError, RunConfig, SandboxConfig
+from wmrl.presets import run_config
+from wmrl.sandbox import Sandbox, SandboxError
+from wmrl.sandbox.gpus import GpuPool, parse_devices, ray_assigned
+from wmrl.sandbox.toy import toy_grade, toy_solution
+from wmrl.trainer.components import make_sandbox
+
+SHOW_DEVICES = "import os\nprint(repr(os.environ.get('CUDA_VISIBLE_DEVICES')))\n" + toy_solution()
+
+
+def test_executions_take_the_configured_gpus_in_turn():
+    pool = GpuPool(("5", "6", "7"), 1)
+    assert [pool.take() for _ in range(4)] == [("5",), ("6",), ("7",), ("5",)]
+    pairs = GpuPool(("5", "6", "7"), 2)
+    assert [pairs.take() for _ in range(3)] == [("5", "6"), ("7", "5"), ("6", "7")]
+
+
+def test_concurrent_executions_spread_evenly_over_the_set():
+    pool, taken = GpuPool(("0", "1"), 1), []
+    threads = [threading.Thread(target=lambda: taken.extend(pool.take())) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == ["0"] * 20 + ["1"] * 20
+
+
+def test_bad_device_lists_are_refused_by_name():
+    assert parse_devices(" 5, 6 ,") == ("5", "6") and parse_devices(None) == ()
+    with pytest.raises(ValueError, match="twice"):
+        parse_devices("5,5")
+    with pytest.raises(ValueError, match="names only 1"):
+        GpuPool(("5",), 2)
+
+
+def test_a_local_gpu_slot_sees_exactly_its_turn_of_the_devices(toy, tmp_path):
+    sandbox = Sandbox("local", timeout_s=5, gpus=1, gpu_devices="3,5", grader=toy_grade, base_dir=tmp_path, warm=False)
+    seen = [sandbox.run(toy, SHOW_DEVICES) for _ in range(3)]
+    assert [r.status for r in seen] == ["ok"] * 3, seen
+    assert [r.stdout_tail.strip() for r in seen] == ["'3'", "'5'", "'3'"]
+
+
+def test_a_cpu_slot_on_a_gpu_node_sees_no_gpu(toy, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # the training process's GPUs must not leak to a solution
+    result = Sandbox("local", timeout_s=5, grader=toy_grade, base_dir=tmp_path, warm=False).run(toy, SHOW_DEVICES)
+    assert result.status == "ok" and result.stdout_tail.strip() == "''", result
+
+
+def test_gpus_without_devices_or_devices_without_gpus_are_refused():
+    with pytest.raises(ValueError, match="needs gpu_devices"):
+        Sandbox("docker", gpus=1)
+    with pytest.raises(ValueError, match="gpus=0"):
+        Sandbox("local", gpu_devices="7")
+    with pytest.raises(ValueError, match="Ray assigns"):
+        Sandbox("docker", gpus=1, gpu_devices="7", executor="ray")
+
+
+def test_under_ray_the_assigned_gpus_are_used(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")  # what a Ray worker with num_gpus sees
+    assert ray_assigned(1) == ("3",)
+    with pytest.raises(SandboxError, match="CUDA_VISIBLE_DEVICES=3,5"):
+        ray_assigned(3)
+    assert Sandbox("docker", gpus=1, executor="ray")._devices() == ("3",)
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"gpus": 1}, "sandbox.gpu_devices"), ({"gpus": 2, "gpu_devices": "7"}, "at least 2"),
+    ({"gpu_devices": "7"}, "gpus=0"), ({"gpus": 1, "gpu_devices": "7", "executor": "ray"}, "Ray assigns"),
+    ({"cpus": 0}, "sandbox.cpus"), ({"work_mb": 1}, "sandbox.work_mb"),
+])
+def test_the_configuration_refuses_a_placement_it_cannot_honour(fields, named):
+    with pytest.raises(ConfigError, match=named):
+        SandboxConfig(**fields)
+
+
+def test_the_configuration_reaches_the_sandbox():
+    cfg = RunConfig().with_overrides({"sandbox.backend": "local", "sandbox.gpus": 1, "sandbox.gpu_devices": "6,7",
+                                      "sandbox.cpus": 2.0, "sandbox.work_mb": 2048})
+    sandbox = make_sandbox(cfg.sandbox)
+    assert sandbox.gpu_pool.devices == ("6", "7")
+    assert (sandbox.limits.cpus, sandbox.limits.tmpfs_mb, sandbox.limits.gpus) == (2.0, 2048, 1)
+
+
+def test_the_paper_preset_keeps_its_sandboxes_off_the_training_and_world_model_gpus():
+    """The 8-GPU recipe: training on GPUs 0-3 (accelerate's gpu_ids), the world model's server on 4."""
+    import yaml
+
+    from wmrl.provenance import REPO
+
+    cfg = run_config("wmrl", "llm-paper", agent="llm")
+    recipe = yaml.safe_load((REPO / "wmrl/trainer/llm/accelerate/paper_8gpu.yaml").read_text())
+    training = set(parse_devices(recipe["gpu_ids"]))
+    sandboxes = set(parse_devices(cfg.sandbox.gpu_devices))
+    assert len(training) == recipe["num_processes"] == 4 and not training & sandboxes and "4" not in training | sandboxes
+    text = (REPO / "wmrl/trainer/llm/accelerate/paper_8gpu.yaml").read_text()
+    assert "CUDA_VISIBLE_DEVICES=4 " in text and "CUDA_VISIBLE_DEVICES=8" not in text
