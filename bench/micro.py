@@ -42,8 +42,8 @@ def _scores(rng, n):
     return pred, true
 
 
-def _fitted_debiaser(rng, refit_every=64):
-    od = OnlineDebiaser(min_pairs=200, refit_every=refit_every)
+def _fitted_debiaser(rng, refit_every=None):
+    od = OnlineDebiaser() if refit_every is None else OnlineDebiaser(refit_every=refit_every)  # the config's schedule
     od.push_many(*_scores(rng, N_PAIRS))
     return od
 
@@ -61,9 +61,9 @@ class _Step:
 
     def __init__(self):
         rng = np.random.default_rng(0)
-        self.anchors = AnchorScheduler(fraction=0.1, min_per_step=1, seed=0)
+        self.anchors = AnchorScheduler(seed=0)  # MethodConfig's share and minimum
         self.od = _fitted_debiaser(rng, refit_every=10**12)
-        self.ivd = InverseVarianceWeighter(warmup_groups=8, window=16)
+        self.ivd = InverseVarianceWeighter(warmup_groups=8)  # MethodConfig's window and rho_max
         pred, true = _scores(rng, GROUPS * GROUP_SIZE)
         self.wm, self.true = pred.reshape(GROUPS, GROUP_SIZE), true.reshape(GROUPS, GROUP_SIZE)
         for k in range(16):

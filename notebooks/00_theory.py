@@ -504,7 +504,9 @@ if cfg.train:
         g_e, g_wm, sigma, wm, real = stream_draws(cfg["THEORY_MC_REPS"], seed)
         V_E, V_WM = tvar(g_e.mean(1)), tvar(g_wm.mean(1))
         rho_star = (V_WM * N_WM) / (V_E * N_E)
-        weighter = InverseVarianceWeighter(warmup_groups=8, window=16)  # the paper's rho on this world model
+        # the paper's rho on this world model. The window is this simulation's own, twice the trainer's
+        # method.ivd_window: the simulated stream is stationary, so a longer window only steadies eta^2
+        weighter = InverseVarianceWeighter(warmup_groups=8, window=16)
         for k in range(40):
             weighter.observe(wm[k], real[k])
         row = {"seed": seed, "sigma_wm": sigma, "V_E": V_E, "V_WM": V_WM, "rho_star": rho_star,

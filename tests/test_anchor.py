@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from wmrl.anchor import AnchorScheduler, ReliabilityMap
+from wmrl.anchor import AnchorScheduler
+from wmrl.beyond import ReliabilityMap
 
 
 def test_anchor_count_is_ten_percent_rounded_with_at_least_one():
@@ -111,3 +112,10 @@ def test_the_reliability_map_refuses_residuals_it_cannot_use():
         m.observe([0.1], [-1.0])
     with pytest.raises(ValueError, match="one value per group"):
         AnchorScheduler().select_by([])
+
+
+def test_the_schedulers_defaults_are_the_method_configurations():
+    from wmrl.config import MethodConfig
+
+    method, s = MethodConfig(), AnchorScheduler()
+    assert (s.fraction, s.min_per_step) == (method.anchor_fraction, method.anchor_min)

@@ -118,3 +118,13 @@ def test_nonsense_settings_are_refused():
         OnlineDebiaser(min_pairs=1)
     with pytest.raises(ValueError):
         OnlineDebiaser(min_pairs=10, max_pairs=5)
+
+
+def test_the_debiasers_defaults_are_the_method_configurations():
+    from wmrl.beyond import ConditionalDebiaser
+    from wmrl.config import MethodConfig
+
+    method, od, cd = MethodConfig(), OnlineDebiaser(), ConditionalDebiaser()
+    assert (od.min_pairs, od.refit_every) == (method.od_min_pairs, method.od_refit_every)
+    assert (cd.pooled.min_pairs, cd.pooled.refit_every, cd.stratum_min_pairs) == (
+        method.od_min_pairs, method.od_refit_every, method.od_condition_min_pairs)

@@ -95,10 +95,25 @@ def test_unknown_fusion_variant_names_the_choices():
 
 
 def test_observe_rejects_mismatched_and_non_finite_scores():
-    ivd = InverseVarianceWeighter()
+    ivd = InverseVarianceWeighter(warmup_groups=1)
     with pytest.raises(ValueError, match="same shape"):
         ivd.observe([0.1, 0.2], [0.1])
     with pytest.raises(ValueError, match="non-finite"):
         ivd.observe([0.1, np.nan], [0.1, 0.2])
     with pytest.raises(ValueError, match="at least one"):
         ivd.observe([], [])
+
+
+def test_the_defaults_are_the_method_configurations_and_the_variants_its_literal():
+    """One source: what a trainer's run uses (MethodConfig), not a second set of numbers here."""
+    import typing
+
+    from wmrl.config import MethodConfig
+    from wmrl.denoise import FUSION_VARIANTS
+
+    method = MethodConfig()
+    ivd = InverseVarianceWeighter(warmup_groups=1)
+    assert (ivd.window, ivd.rho_max) == (method.ivd_window, method.rho_max)
+    assert FUSION_VARIANTS == typing.get_args(typing.get_type_hints(MethodConfig)["fusion"])
+    assert np.allclose(fused_group_weights([True, False, False], 2.0), fused_group_weights([True, False, False], 2.0,
+                                                                                           variant=method.fusion))

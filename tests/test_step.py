@@ -174,7 +174,7 @@ def test_active_selection_chooses_the_groups_whose_predicted_scores_the_world_mo
     pred[5] = 0.5  # one group at a score no anchor has seen: it counts as average, between the two
     pred[1, :2] = 0.8  # one group half unreliable
     step.route()
-    priority = step.reliability.group_priority(pred)
+    priority = step.active_anchors.reliability.group_priority(pred)
     assert priority[2] == priority[6] > priority[1] > priority[0] and priority[5] > priority[0]
     assert np.flatnonzero(step.choose_anchors(pred)).tolist() == [2, 6]  # 2 of 8 at an anchor share of 0.25
     chosen = np.isin(np.arange(G), [2, 6])
@@ -191,10 +191,10 @@ def test_the_active_rules_priority_is_the_reliability_map_of_the_etas_out_of_sam
         executed = step.choose_anchors(pred)
         before = step.debiaser.transform(pred[executed])  # the calibrated scores the audit sees
         real = np.where(executed[:, None], rng.uniform(size=(G, N)), np.nan)
-        seen = (len(step.reliability.residual2), step.reliability.predicted[:])
+        seen = (len(step.active_anchors.reliability.residual2), step.active_anchors.reliability.predicted[:])
         step(real, pred, executed)
-        np.testing.assert_allclose(step.reliability.residual2[seen[0]:], ((before - real[executed]) ** 2).ravel())
-        np.testing.assert_array_equal(step.reliability.predicted[seen[0]:], pred[executed].ravel())
+        np.testing.assert_allclose(step.active_anchors.reliability.residual2[seen[0]:], ((before - real[executed]) ** 2).ravel())
+        np.testing.assert_array_equal(step.active_anchors.reliability.predicted[seen[0]:], pred[executed].ravel())
 
 
 def test_an_active_step_restored_from_its_state_chooses_what_the_original_chooses():

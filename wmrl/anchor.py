@@ -4,39 +4,22 @@ WMRL keeps a small share of groups (about 10%, at least one per step) scored by 
 model and real execution. These anchor groups give the training signal its ground truth and
 give Online Debiasing and Inverse-Variance Denoising the pairs they need.
 
-Two rules choose them, at the same budget (:meth:`AnchorScheduler.n_anchors` groups a step):
-
-- **random** (the paper's, the default): uniform without replacement, before anything is
-  generated (:meth:`AnchorScheduler.select`);
-- **active** (beyond the paper; the reviews ask for it): after turn 1 of every group has been
-  generated and predicted, the groups where the world model is least reliable
-  (:meth:`AnchorScheduler.select_by`). Reliability is read off the anchors already executed
-  (:class:`ReliabilityMap`): the squared residual of the calibrated world model, the quantity
-  the :math:`\eta^2` audit averages, resolved by the predicted score. A group's priority is
-  the expected squared residual at its members' turn-1 predictions; a region of scores no anchor
-  has visited yet counts as average. The anchors are still known before turn 2, as the paper
-  requires, and are executed from turn 1.
-
-Why this signal and not the world model's own confidence: on 192 turn-1 scripts of the untrained
-grammar agent (small pool, 2 s budget), the program-analysis world model's verdict confidences
-were *negatively* rank-correlated with its error (Spearman -0.11 to -0.21 per group), while its
-error depended strongly on the predicted score itself (squared residual after isotonic
-calibration: 0.001 at a predicted "no valid submission", 0.05-0.07 at a predicted high score).
+:meth:`AnchorScheduler.select` is the paper's rule: uniform without replacement, before anything
+is generated. :meth:`AnchorScheduler.select_by` takes the groups of highest priority instead, at
+the same budget (:meth:`AnchorScheduler.n_anchors` groups a step); it serves active selection,
+which goes beyond the paper and lives in :mod:`wmrl.beyond` with the priority it reads.
+The share and the minimum default to :class:`~wmrl.config.MethodConfig`'s.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BANDWIDTH", "PRIOR_PAIRS", "AnchorScheduler", "ReliabilityMap"]
+from wmrl.config import MethodConfig
 
-#: Anchor pairs whose predicted score lies within this distance of a score inform its reliability.
-#: The program-analysis world model's scores sit on the reward ladder's rungs (0, 0.1, 0.2 and
-#: 0.525-0.875 by quality bucket, at least 0.075 apart), so there it pools identical scores.
-BANDWIDTH = 0.05
-#: Pseudo-pairs at the overall mean residual that every local estimate is shrunk towards, so that
-#: a score seen once does not decide the next choice on its own.
-PRIOR_PAIRS = 4.0
+__all__ = ["AnchorScheduler"]
+
+_METHOD = MethodConfig()
 
 
 class AnchorScheduler:
@@ -46,7 +29,8 @@ class AnchorScheduler:
     12.5%, not 10%: the reviews ask exactly this of the paper's GPU-hour accounting.
     """
 
-    def __init__(self, fraction: float = 0.1, min_per_step: int = 1, seed: int = 0):
+    def __init__(self, fraction: float = _METHOD.anchor_fraction, min_per_step: int = _METHOD.anchor_min,
+                 seed: int = 0):
         if not 0.0 <= fraction <= 1.0:
             raise ValueError(f"fraction must be in [0, 1], got {fraction}")
         if min_per_step < 0:
@@ -98,55 +82,3 @@ class AnchorScheduler:
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.n_selected, self.n_seen = state["n_selected"], state["n_seen"]
-
-
-class ReliabilityMap:
-    r"""Where the world model has erred: the anchors' squared residuals, by predicted score.
-
-    Each executed anchor trajectory leaves ``(raw predicted score, (calibrated - real)^2)``: the
-    residual of the :math:`\eta^2` audit, out of sample (the map before its step). The expected
-    squared residual at a score :math:`p` is the shrunk local mean
-
-    .. math::  m(p) = \frac{\sum_{j:\,|\hat r_j - p| \le h} e_j + \kappa\,\bar e}{N_h(p) + \kappa},
-
-    with :math:`h` = :data:`BANDWIDTH`, :math:`\kappa` = :data:`PRIOR_PAIRS` and :math:`\bar e` the
-    mean over every pair; NaN before the first pair.
-    """
-
-    def __init__(self, bandwidth: float = BANDWIDTH, prior_pairs: float = PRIOR_PAIRS):
-        if bandwidth < 0 or prior_pairs <= 0:
-            raise ValueError(f"bandwidth must be >= 0 and prior_pairs > 0, got {bandwidth}, {prior_pairs}")
-        self.bandwidth, self.prior_pairs = float(bandwidth), float(prior_pairs)
-        self.predicted: list[float] = []
-        self.residual2: list[float] = []
-
-    def observe(self, predicted, residual2) -> None:
-        """Add anchor pairs: raw predicted scores and their squared residuals (finite, same length)."""
-        p, e = np.asarray(predicted, dtype=float).ravel(), np.asarray(residual2, dtype=float).ravel()
-        if p.shape != e.shape or not (np.isfinite(p).all() and np.isfinite(e).all()) or (e < 0).any():
-            raise ValueError("observe needs finite predicted scores and non-negative squared residuals of one length, "
-                             f"got shapes {p.shape} and {e.shape}")
-        self.predicted += p.tolist()
-        self.residual2 += e.tolist()
-
-    def expected(self, scores) -> np.ndarray:
-        """:math:`m(p)` at each score (NaN where the score is NaN, or before any pair)."""
-        s = np.asarray(scores, dtype=float)
-        if not self.predicted:
-            return np.full(s.shape, np.nan)
-        p, e = np.asarray(self.predicted), np.asarray(self.residual2)
-        near = np.abs(s[..., None] - p) <= self.bandwidth  # (..., pairs)
-        out = (near @ e + self.prior_pairs * e.mean()) / (near.sum(-1) + self.prior_pairs)
-        return np.where(np.isnan(s), np.nan, out)
-
-    def group_priority(self, scores) -> np.ndarray:
-        """Per group (rows of ``(G, n)`` scores): the mean expected squared residual of its members."""
-        m = self.expected(scores)
-        with np.errstate(all="ignore"):
-            return np.array([np.nan if np.isnan(row).all() else np.nanmean(row) for row in np.atleast_2d(m)])
-
-    def state_dict(self) -> dict:
-        return {"predicted": list(self.predicted), "residual2": list(self.residual2)}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.predicted, self.residual2 = list(state["predicted"]), list(state["residual2"])

@@ -7,9 +7,10 @@ with :math:`\phi` non-decreasing. Then :math:`E[r \mid \hat r]` is itself non-de
 without any parametric form. Theorem 4 shows the bias term of the bound then shrinks like
 :math:`1/(1 + T/T_0)` as anchor pairs accumulate.
 
-Schedule (the paper's): identity until ``min_pairs`` = 200 pairs have arrived, first fit at 200,
-then a refit after every ``refit_every`` = 64 new pairs. Every world-model score passes through
-the current map before advantages are computed.
+Schedule (the paper's, :class:`~wmrl.config.MethodConfig`'s defaults): identity until
+``min_pairs`` = 200 pairs have arrived, first fit at 200, then a refit after every ``refit_every``
+= 64 new pairs. Every world-model score passes through the current map before advantages are
+computed.
 
 Why scikit-learn: :class:`sklearn.isotonic.IsotonicRegression` is the well-tested pool-adjacent-
 violators implementation; ``out_of_bounds="clip"`` keeps a score outside the seen range at the
@@ -19,12 +20,8 @@ What isotonic debiasing cannot do: if the bias depends on features of the code r
 the true score (reward hacking, Assumption 6 failing), no map of :math:`\hat r` alone removes it.
 The :mod:`wmrl.denoise` audit (:math:`\eta^2`) is where that shows up.
 
-Conditional calibration (beyond the paper; :class:`ConditionalDebiaser`, notebook 09). When the
-bias depends on an observable feature :math:`z(\tau)` of the script, Assumption 6 may still hold
-*within* each value of the feature: :math:`E[r \mid \hat r, z]` non-decreasing in :math:`\hat r`
-for each :math:`z`. Then one isotonic map per stratum of :math:`z` removes what the pooled map
-cannot. A stratum has few pairs, so its map replaces the pooled one only once it has its own
-``stratum_min_pairs``; until then the stratum is calibrated by the pooled map.
+Calibration per stratum of a feature of the script goes beyond the paper: it lives in
+:mod:`wmrl.beyond` (:class:`~wmrl.beyond.ConditionalDebiaser`, built on this class).
 """
 
 from __future__ import annotations
@@ -36,8 +33,11 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
 from wmrl._checks import as_float_array, require_finite, require_same_length
+from wmrl.config import MethodConfig
 
-__all__ = ["CalibrationSnapshot", "ConditionalDebiaser", "OnlineDebiaser"]
+__all__ = ["CalibrationSnapshot", "OnlineDebiaser"]
+
+_METHOD = MethodConfig()
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,8 @@ class OnlineDebiaser:
             or policy that drifts; ``None`` keeps every pair, as the paper does.
     """
 
-    def __init__(self, min_pairs: int = 200, refit_every: int = 64, max_pairs: int | None = None):
+    def __init__(self, min_pairs: int = _METHOD.od_min_pairs, refit_every: int = _METHOD.od_refit_every,
+                 max_pairs: int | None = None):
         if min_pairs < 2:
             raise ValueError(f"min_pairs must be >= 2 to fit a map, got {min_pairs}")
         if refit_every < 1:
@@ -136,72 +137,3 @@ class OnlineDebiaser:
         self.snapshots = [CalibrationSnapshot(n, k, np.array(x), np.array(y)) for n, k, x, y in state["snapshots"]]
         self.n_pairs, self.n_refits = state["n_pairs"], state["n_refits"]
         self._since_fit = state["since_fit"]
-
-
-class ConditionalDebiaser:
-    """Online Debiasing per stratum of an observable feature of the script (module docstring).
-
-    The pooled :class:`OnlineDebiaser` keeps the paper's schedule and its identity warm-up: nothing
-    is calibrated before the pooled map's first fit. After it, a stratum with at least
-    ``stratum_min_pairs`` pairs of its own is calibrated by its own isotonic map, refitted whenever
-    new pairs of that stratum arrive (they are few: a refit costs microseconds); any other stratum
-    by the pooled map.
-
-    Args:
-        min_pairs, refit_every, max_pairs: the pooled map's schedule (:class:`OnlineDebiaser`).
-        stratum_min_pairs: a stratum's pairs before its own map is used (>= 2).
-    """
-
-    def __init__(self, min_pairs: int = 200, refit_every: int = 64, stratum_min_pairs: int = 4,
-                 max_pairs: int | None = None):
-        if stratum_min_pairs < 2:
-            raise ValueError(f"stratum_min_pairs must be >= 2 to fit a map, got {stratum_min_pairs}")
-        self.pooled = OnlineDebiaser(min_pairs, refit_every, max_pairs)
-        self.stratum_min_pairs, self.max_pairs = int(stratum_min_pairs), max_pairs
-        self.by_stratum: dict[int, OnlineDebiaser] = {}
-
-    # The pooled map is the run's calibration record (calibration.json) and its schedule.
-    fitted = property(lambda self: self.pooled.fitted)
-    n_pairs = property(lambda self: self.pooled.n_pairs)
-    n_refits = property(lambda self: self.pooled.n_refits)
-    snapshots = property(lambda self: self.pooled.snapshots)
-
-    def _stratum(self, s: int) -> OnlineDebiaser:
-        return self.by_stratum.setdefault(int(s), OnlineDebiaser(self.stratum_min_pairs, 1, self.max_pairs))
-
-    def push_many(self, predicted, true, strata) -> bool:
-        """Add anchor pairs with their strata; returns True if the pooled map was refitted."""
-        p, t = as_float_array(predicted, "predicted", ndim=1), as_float_array(true, "true", ndim=1)
-        z = np.asarray(strata, dtype=int)
-        require_same_length(p, z, "predicted", "strata")
-        refit = self.pooled.push_many(p, t)
-        for s in np.unique(z):
-            self._stratum(s).push_many(p[z == s], t[z == s])
-        return refit
-
-    def transform(self, scores, strata) -> np.ndarray:
-        """Calibrated scores: each stratum's own map where it has one, else the pooled map (the
-        identity before the pooled map's first fit)."""
-        out = self.pooled.transform(scores)
-        if not self.pooled.fitted:
-            return out
-        s, z = as_float_array(scores, "scores"), np.asarray(strata, dtype=int)
-        if z.shape != s.shape:
-            raise ValueError(f"strata {z.shape} must have the shape of scores {s.shape}")
-        for k, own in self.by_stratum.items():
-            if own.fitted and (z == k).any():
-                out[z == k] = own.transform(s[z == k])
-        return out
-
-    def stratum_fitted(self, s: int) -> bool:
-        """Whether stratum ``s`` is calibrated by its own map (after the pooled map's first fit)."""
-        return self.pooled.fitted and int(s) in self.by_stratum and self.by_stratum[int(s)].fitted
-
-    def state_dict(self) -> dict:
-        return {"pooled": self.pooled.state_dict(), "strata": {str(k): d.state_dict() for k, d in self.by_stratum.items()}}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.pooled.load_state_dict(state["pooled"])
-        self.by_stratum = {}
-        for k, sd in state["strata"].items():
-            self._stratum(int(k)).load_state_dict(sd)

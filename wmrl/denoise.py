@@ -30,29 +30,35 @@ Choices (documented because the paper leaves them open):
 
 from __future__ import annotations
 
+import typing
 from collections import deque
-from typing import Literal
 
 import numpy as np
 
 from wmrl._checks import as_float_array, require_finite, require_same_length
+from wmrl.config import MethodConfig
 
 __all__ = ["FUSION_VARIANTS", "InverseVarianceWeighter", "fused_group_weights"]
 
-FUSION_VARIANTS = ("normalized", "scale_only")
+_METHOD = MethodConfig()
+#: the fusion rules, as :attr:`MethodConfig.fusion <wmrl.config.MethodConfig>` spells them
+FUSION_VARIANTS: tuple[str, ...] = typing.get_args(typing.get_type_hints(MethodConfig)["fusion"])
 
 
 class InverseVarianceWeighter:
     """Running estimate of :math:`\\eta^2` and the anchor weight :math:`\\rho`.
 
     Args:
-        warmup_groups: anchor groups observed before :math:`\\eta^2_{cal}` is recorded.
-        window: anchor groups in the running :math:`\\eta^2` estimate.
-        rho_max: upper clip of :math:`\\rho` (4 in the paper).
+        warmup_groups: anchor groups observed before :math:`\\eta^2_{cal}` is recorded. No default:
+            it depends on Online Debiasing's schedule, and :func:`wmrl.step.ivd_warmup_groups` computes a
+            run's from its configuration.
+        window, rho_max: anchor groups in the running :math:`\\eta^2` estimate, upper clip of
+            :math:`\\rho`; :class:`~wmrl.config.MethodConfig`'s ``ivd_window`` and ``rho_max`` by default.
         eta2_floor: floor of :math:`\\eta^2_{cal}` in the ratio.
     """
 
-    def __init__(self, warmup_groups: int = 8, window: int = 16, rho_max: float = 4.0, eta2_floor: float = 1e-8):
+    def __init__(self, warmup_groups: int, window: int = _METHOD.ivd_window, rho_max: float = _METHOD.rho_max,
+                 eta2_floor: float = 1e-8):
         if warmup_groups < 1 or window < 1:
             raise ValueError(f"warmup_groups and window must be >= 1, got {warmup_groups}, {window}")
         if rho_max < 1.0:
@@ -105,9 +111,7 @@ class InverseVarianceWeighter:
         self.n_groups, self.eta2_cal = state["n_groups"], state["eta2_cal"]
 
 
-def fused_group_weights(
-    is_anchor, rho: float, variant: Literal["normalized", "scale_only"] = "normalized"
-) -> np.ndarray:
+def fused_group_weights(is_anchor, rho: float, variant: str = _METHOD.fusion) -> np.ndarray:
     """Per-group weights :math:`w_k` such that :math:`g = \\sum_k w_k g_k` is the fused gradient.
 
     ``normalized`` (the paper's equation): anchor groups get :math:`\\rho/D`, world-model groups

@@ -10,8 +10,6 @@ Algorithm 1, per training step, with the line of :meth:`WMRLStep.__call__` that 
 
     route:   G_E <- anchor groups (~10%, >= 1)             AnchorScheduler.select        (Sec. 3.3)
              every group is scored by the world model; G_E is also executed
-             (active selection, beyond the paper: G_E is left open here and chosen after turn 1
-             has been predicted, where the world model has erred most   choose_anchors)
     (the trainer rolls out: real rewards r on G_E, raw world-model scores r_hat on every group)
     OD:      r_tilde = f_hat(r_hat)                         OnlineDebiaser.transform      (Sec. 3.4)
     rewards: R_g = r on g in G_E, r_tilde on g in G_WM
@@ -31,16 +29,16 @@ Order matters in two places, and the order above is the paper's definition:
   runs in every arm that has both streams (``mix`` and ``od`` too, for the diagnostics), while
   :math:`\rho` weights the gradient only in the arms with IVD.
 
-Anchor selection (``method.anchor_selection``): ``random`` is the paper's rule, decided in
-:meth:`WMRLStep.route` before anything is generated. ``active`` (beyond the paper) leaves the
-routing undecided (``executed`` is None): the trainer generates turn 1 of every group, has the
-world model predict it (every group of a mixed arm is predicted anyway), and calls
-:meth:`WMRLStep.choose_anchors` with those predictions; the chosen groups are executed from turn 1
-on, so they still get real feedback before turn 2. Both rules execute the same number of groups
-(:meth:`~wmrl.anchor.AnchorScheduler.n_anchors`), so they compare at the same execution budget.
-
 The arm (:mod:`wmrl.arms`) decides which lines run: ``grpo`` and ``anchor_only`` execute every
 sampled group, ``wm`` none, ``mix`` anchors without corrections, ``od``/``ivd``/``wmrl`` add them.
+
+Beyond the paper (:mod:`wmrl.beyond`, off by default, each in a marked block of this module):
+``method.anchor_selection = "active"`` leaves :meth:`WMRLStep.route`'s anchors open (``executed``
+is None); the trainer generates turn 1 of every group, has the world model predict it, and calls
+:meth:`WMRLStep.choose_anchors`, which picks the groups where the world model has erred most, at
+the random rule's budget. ``method.od_condition`` calibrates per stratum of a feature of the
+script (``strata``). The exploit region and the oracle world model are world models
+(:mod:`wmrl.world_model.exploit`, :mod:`wmrl.world_model.oracle`): this object sees only their scores.
 """
 
 from __future__ import annotations
@@ -52,9 +50,10 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from wmrl.advantage import group_advantages
-from wmrl.anchor import AnchorScheduler, ReliabilityMap
+from wmrl.anchor import AnchorScheduler
 from wmrl.arms import Arm, get_arm
-from wmrl.calibration import ConditionalDebiaser, OnlineDebiaser
+from wmrl.beyond import ActiveAnchors, ConditionalDebiaser
+from wmrl.calibration import OnlineDebiaser
 from wmrl.config import MethodConfig
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
 
@@ -123,18 +122,18 @@ class WMRLStep:
             raise ValueError(f"groups_per_step and group_size must be >= 1, got {groups_per_step}, {group_size}")
         self.method, self.G, self.n, self.std_normalize = method, groups_per_step, group_size, std_normalize
         self.anchors = AnchorScheduler(method.anchor_fraction, method.anchor_min, seed=seed)
+        warmup = ivd_warmup_groups(method, self.anchors.n_anchors(groups_per_step), group_size)
+        self.ivd = InverseVarianceWeighter(warmup_groups=warmup, window=method.ivd_window, rho_max=method.rho_max)
+        # -- beyond the paper (wmrl.beyond): active anchors, conditional OD; both off by default --
         self.active = method.anchor_selection == "active"
         if self.active and not self.arm.mixes_streams:
             raise ValueError(f"method.anchor_selection='active' chooses anchor groups from the world model's "
                              f"predictions; arm {self.arm.name!r} has no such choice (use 'random', or an arm with "
                              "both streams: mix, od, ivd, wmrl)")
-        self.reliability = ReliabilityMap() if self.active else None
-        self._priority = (np.nan, np.nan)  # the last choice's priority: chosen groups, all groups
-        self.conditional = method.od_condition != "none"  # beyond the paper: one map per stratum
+        self.active_anchors = ActiveAnchors(self.anchors) if self.active else None
+        self.conditional = method.od_condition != "none"  # one map per stratum; else the paper's one map
         self.debiaser = (ConditionalDebiaser(method.od_min_pairs, method.od_refit_every, method.od_condition_min_pairs)
                          if self.conditional else OnlineDebiaser(method.od_min_pairs, method.od_refit_every))
-        warmup = ivd_warmup_groups(method, self.anchors.n_anchors(groups_per_step), group_size)
-        self.ivd = InverseVarianceWeighter(warmup_groups=warmup, window=method.ivd_window, rho_max=method.rho_max)
 
     # -- routing ----------------------------------------------------------------------------
     def route(self) -> Routing:
@@ -145,7 +144,7 @@ class WMRLStep:
         if a.executes_every_group:  # grpo and anchor_only: every sampled group runs in the sandbox
             n = len(self.anchors.select(G)) if a.anchors_only else G  # anchor_only samples wmrl's anchors only
             return Routing(n, np.ones(n, bool), np.zeros(n, bool))
-        if self.active:  # every group is predicted; the anchors are chosen after turn 1 (choose_anchors)
+        if self.active:  # beyond the paper: every group predicted, anchors chosen after turn 1 (choose_anchors)
             return Routing(G, None, np.ones(G, bool))
         executed = np.zeros(G, bool)
         if a.anchors:
@@ -153,26 +152,13 @@ class WMRLStep:
         return Routing(G, executed, np.ones(G, bool))
 
     def choose_anchors(self, turn1_predictions) -> np.ndarray:
-        """Active selection: the executed mask, from the raw world-model scores of every group's turn 1.
-
-        ``turn1_predictions`` is ``(G, n)`` (NaN where a trajectory has no prediction). The groups of
-        highest :meth:`~wmrl.anchor.ReliabilityMap.group_priority` (the expected squared residual of
-        the calibrated world model at their predictions, from the anchors so far) are chosen,
-        :meth:`~wmrl.anchor.AnchorScheduler.n_anchors` of them: the random rule's budget.
-        """
+        """Beyond the paper, active selection: the executed mask, from the raw world-model scores of
+        every group's turn 1 (``(G, n)``, NaN where a trajectory has no prediction); see
+        :class:`~wmrl.beyond.ActiveAnchors`."""
         if not self.active:
             raise ValueError("choose_anchors is for method.anchor_selection='active'; under 'random' the anchors "
                              "are decided by route()")
-        scores = np.asarray(turn1_predictions, dtype=float)
-        if scores.ndim != 2 or scores.shape[0] != self.G:
-            raise ValueError(f"turn1_predictions must be (groups_per_step={self.G}, group size), got {scores.shape}")
-        priority = self.reliability.group_priority(scores)
-        executed = np.zeros(self.G, bool)
-        executed[self.anchors.select_by(priority)] = True
-        with np.errstate(all="ignore"):  # logged by the next __call__: how much the choice differs from the mean
-            self._priority = (float(np.nanmean(priority[executed])), float(np.nanmean(priority))) \
-                if np.isfinite(priority).any() else (np.nan, np.nan)
-        return executed
+        return self.active_anchors.choose(turn1_predictions, self.G)
 
     # -- the step ---------------------------------------------------------------------------
     def __call__(self, real, predicted, executed, strata=None) -> StepOutput:
@@ -192,7 +178,7 @@ class WMRLStep:
         if real.ndim != 2 or raw.shape != real.shape or executed.shape != (real.shape[0],):
             raise ValueError(f"real {real.shape}, predicted {raw.shape} and executed {executed.shape} must be "
                              "(G, n), (G, n) and (G,)")
-        if self.conditional and strata is None:
+        if self.conditional and strata is None:  # beyond the paper: strata, for conditional OD
             raise ValueError(f"method.od_condition={self.method.od_condition!r} calibrates per stratum: pass strata "
                              f"of shape {real.shape}")
         if strata is not None:
@@ -213,9 +199,8 @@ class WMRLStep:
         anchor_groups = [g for g in np.flatnonzero(executed) if have[g].all()] if self.arm.world_model else []
         for g in anchor_groups:
             self.ivd.observe(cal[g], real[g])  # eta^2: out-of-sample residual of the calibrated world model
-            if self.reliability is not None:  # the same residuals, by predicted score, for active selection
-                ok = ~np.isnan(real[g])
-                self.reliability.observe(raw[g][ok], (cal[g][ok] - real[g][ok]) ** 2)
+            if self.active:  # beyond the paper: the same residuals, by predicted score, for active selection
+                self.active_anchors.observe(raw[g], cal[g], real[g])
         pairs = tuple(np.concatenate([m[g] for g in anchor_groups]) if anchor_groups else np.empty(0)
                       for m in (raw, cal, real))
         pair_strata = None if strata is None else \
@@ -246,20 +231,20 @@ class WMRLStep:
             "n_executed_groups": int(executed.sum()), "n_groups": len(executed),
             "train_reward": float(np.nanmean(rewards)),
             **fidelity,
-            **({"anchor_priority": self._priority[0], "mean_priority": self._priority[1]} if self.active else {}),
+            **(self.active_anchors.log() if self.active else {}),
         }
 
     # -- checkpointing ----------------------------------------------------------------------
     def state_dict(self) -> dict:
         state = {"anchors": self.anchors.state_dict(), "debiaser": self.debiaser.state_dict(),
                  "ivd": self.ivd.state_dict()}
-        if self.reliability is not None:
-            state["reliability"] = self.reliability.state_dict()
+        if self.active:
+            state["reliability"] = self.active_anchors.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
         self.anchors.load_state_dict(state["anchors"])
         self.debiaser.load_state_dict(state["debiaser"])
         self.ivd.load_state_dict(state["ivd"])
-        if self.reliability is not None:
-            self.reliability.load_state_dict(state["reliability"])
+        if self.active:
+            self.active_anchors.load_state_dict(state["reliability"])
