@@ -37,7 +37,7 @@
 #    default, which failed scripts on suspicion) and `paper` (today's default: pass unless a check
 #    finds a certain defect, as the paper's DEFAULT-TO-PASS prompt asks), on the scripts of the
 #    *trained* `wmrl` agent (first seed) and of the untrained one, training and held-out tasks,
-#    executed once (`wmrl.experiments.wm_profile.measure`).
+#    executed once (`measure` of `_wm_profile.py`, beside this notebook).
 #
 # **What this world model is.** A designer-written program analysis (`wmrl.world_model.static`):
 # it reads the script against the task's data inventory and the installed libraries' signatures,
@@ -46,7 +46,7 @@
 # that come from sharing the backbone (the world model improving or degrading with the policy's
 # representation, and its errors being correlated with the agent's own blind spots). Its `paper`
 # profile's quality weights and budget margin were fitted once on a separate tuning set of scripts
-# (`python -m wmrl.experiments.wm_profile tune`: training tasks only, none of the scripts below, no
+# (`python notebooks/_wm_profile.py tune`: training tasks only, none of the scripts below, no
 # anchor pair of any run).
 
 # %% tags=["parameters"]
@@ -137,7 +137,7 @@ if cfg.train:
         nb.save_results(llm_rows, "llm_rows", cfg, SUB)
 runs = load_arm_runs(cfg, ["wmrl"])  # the training runs of section 4 (trained here in train mode)
 if cfg.train and PER_TASK:  # section 5: the final policy of the first seed's run (its checkpoint.pt)
-    from wmrl.experiments.wm_profile import item_rows, measure
+    from _wm_profile import item_rows, measure  # beside this notebook
 
     agent_run = Path(runs.dir.iloc[0])
     if (agent_run / "checkpoint.pt").is_file():

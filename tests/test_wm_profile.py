@@ -16,8 +16,7 @@ import pandas as pd
 import pytest
 from _toy_tasks import make_toy_tasks
 
-from wmrl.agent import grammar
-from wmrl.experiments.wm_profile import (
+from notebooks._wm_profile import (
     HAND_SET_WEIGHTS,
     TUNING_N,
     TUNING_SEED,
@@ -25,6 +24,7 @@ from wmrl.experiments.wm_profile import (
     fit_quality,
     runnable_choices,
 )
+from wmrl.agent import grammar
 from wmrl.world_model.quality import QUALITY_WEIGHTS
 from wmrl.world_model.static import BUDGET_MARGIN
 

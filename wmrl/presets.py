@@ -17,7 +17,7 @@ preset         agent    what it is for
 smoke          grammar  seconds per run; every code path, IVD and OD warmed up (CI)
 small          grammar  the laptop reproduction (``make reproduce``), 2 CPU cores
 llm-smoke      llm      SmolLM2-135M on CPU, two GRPO steps of every arm in about a minute each (CI)
-llm-small      llm      SmolLM2-135M on this 2-core machine: SFT warm start, then GRPO
+llm-small      llm      SmolLM2-135M on 2 CPU cores: SFT warm start, then GRPO
 llm-paper      llm      the paper's settings: Qwen-class 4B/9B, 8x8 groups, 4 turns, vLLM, GPUs
 =============  =======  ===================================================================
 
@@ -110,13 +110,13 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         "small", "grammar",
         "The laptop reproduction (2 CPU cores, every arm x 3 seeds inside `make reproduce`): the paper's 8 "
         "groups a step (so one anchor group is 12.5%, as in the paper's App. D) of 4 trajectories instead of "
-        "8, 3 turns instead of 4, 16 steps, a 2 s execution budget (CPU seconds of the solution's process tree), avg@4 on every held-out task every 3 "
-        "steps (learning curves of 7 points: steps 0, 3, ..., 15 and 16) and avg@8 (the paper's) at the end. The "
-        "budget was 5 s until a measured grpo run (seed 0, 936 executions) showed that timeouts were 5% of "
-        "its executions but 41% of their cost, while 93% of its scripts that ran ok finished in under 2 s. "
-        "Online Debiasing's schedule is scaled with the run: the paper waits for 200 pairs (25 steps of one "
-        "anchor group of 8) in runs of hundreds of steps; here the first fit comes after 16 pairs (4 steps) "
-        "and a refit every 8 pairs (2 steps).",
+        "8, 3 turns instead of 4, 16 steps, a 2 s execution budget (CPU seconds of the solution's process "
+        "tree), avg@4 on every held-out task every 3 steps (learning curves of 7 points: steps 0, 3, ..., 15 "
+        "and 16) and avg@8 (the paper's) at the end. The budget is short because a timeout costs the whole "
+        "budget and teaches only that the script was slow, while the scripts that run ok finish well within "
+        "it. Online Debiasing's schedule is scaled with the run: the paper waits for 200 pairs (25 steps of "
+        "one anchor group of 8) in runs of hundreds of steps; here the first fit comes after 16 pairs (4 "
+        "steps) and a refit every 8 pairs (2 steps).",
         run={"train.steps": 16, "train.groups_per_step": 8, "train.group_size": 4, "train.max_turns": 3,
              "train.lr": 0.01, "eval.every": 3, "eval.samples": 4, "eval.final_samples": 8, "method.od_min_pairs": 16,
              "method.od_refit_every": 8, "method.ivd_window": 4, "sandbox.timeout_s": 2.0},
@@ -163,28 +163,20 @@ PRESETS.update({p.name: p for p in (
     ),
     Preset(
         "llm-small", "llm",
-        "The LLM agent on this 2-core machine, sized from measurements on a loaded machine "
-        "(python -m wmrl.experiments.llm_bench). SmolLM2-135M-Instruct cold wrote no runnable solution (0 of 7 "
-        "held-out tasks, fit_predict contract; every reply cut by the budget; 0 of 7 with full scripts), and "
-        "after a 16-step warm start still none ran (5 syntax errors, 1 runtime error, 1 invalid submission: "
-        "the format is learnt, the code is not yet), so the run starts from a longer supervised warm start on "
-        "grammar-rendered solutions of the training tasks (TRL's SFTTrainer, 40 steps of 4, about 63 s a step "
-        "on a loaded machine, 45 s idle) and the agent writes only fit_predict(train, test) inside a fixed "
-        "scaffold (a labelled departure from the paper's full scripts). The warm start is fitted to the draws "
-        "that run ok, 4 drawn per training task, and rollouts and evaluation sample at temperature 0.7 (the "
-        "paper's is 1.0): both labelled departures, adopted by the rule set before measuring them (README, "
-        "'Warm start'): at 0.7 that warm start ran ok on 21% of samples of the training tasks, the default on "
-        "7%, and at 1.0 on 4% and 0%, so groups of two could not differ. A GRPO step costs minutes on 2 cores "
-        "(the update's forward/backward over ~1000-token prompts dominates, then generation and the LLM world "
-        "model), so: 4 groups of 2 a step (one anchor group, 25%), 2 turns of 384 tokens, 4 steps (6 were "
-        "planned; at 4, measured on 2026-12-01: the warm start 32 min, each evaluation-only arm 8 min, each "
-        "trained arm 30-32 min of which 8 are its final evaluation), avg@2 on every held-out task at "
-        "the end only (eval.every 6 > train.steps); Online Debiasing fits first after 4 pairs (two steps) and "
-        "IVD records its calibrated residual after 3 anchor groups, so the last step is weighted by rho; the world model is the frozen warm-started policy "
-        "(holistic prompt). One "
-        "row per forward/backward pass: TRL's update holds the logits (49k vocabulary) of every completion "
-        "token of a micro-batch several times over, and a micro-batch of 4 rows of ~2700 tokens reached 19 GB "
-        "and was killed for memory on this 24 GB machine.",
+        "The LLM agent (SmolLM2-135M-Instruct) on 2 CPU cores, sized so that every arm trains within a "
+        "campaign (`python -m bench.llm_bench` times a step and measures the runnable rate and the warm "
+        "start's targets). Cold, the model writes no runnable solution, so the run starts from a supervised "
+        "warm start (TRL's SFTTrainer, 40 steps of 4) on grammar-rendered solutions of the training tasks that "
+        "run ok, 4 per task; the agent writes only fit_predict(train, test) inside a fixed scaffold; rollouts "
+        "and evaluation sample at temperature 0.7, where a group of two can differ (at the paper's 1.0 almost "
+        "no sample runs): three labelled departures from the paper. A GRPO step costs "
+        "minutes (the update's forward/backward over ~1000-token prompts dominates, then generation and the "
+        "LLM world model), so: 4 groups of 2 a step (one anchor group, 25%), 2 turns of 384 tokens, 4 steps, "
+        "avg@2 on every held-out task at the end only (eval.every 6 > train.steps); Online Debiasing fits "
+        "first after 4 pairs (two steps) and IVD records its calibrated residual after 3 anchor groups, so "
+        "the last step is weighted by rho; the world model is the frozen warm-started policy (holistic "
+        "prompt). One row per forward/backward pass: TRL's update holds the logits (49k vocabulary) of every "
+        "completion token of a micro-batch several times over, and 4 rows of ~2700 tokens do not fit in 24 GB.",
         run={"train.steps": 4, "train.groups_per_step": 4, "train.group_size": 2, "train.max_turns": 2,
              "train.lr": 1e-5, "eval.every": 6, "eval.samples": 2, "method.anchor_fraction": 0.25,
              "method.od_min_pairs": 4, "method.od_refit_every": 4, "method.ivd_window": 2,

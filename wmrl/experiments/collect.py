@@ -48,11 +48,8 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
 
     ``jobs`` runs train in parallel processes (default ``$WMRL_JOBS``, else 1), each with
     ``cores // jobs`` sandbox workers, so that no more solutions run at once than there are cores.
-    That mattered most while the sandbox's budget was wall-clock, when an oversubscribed core turned
-    slow-but-valid solutions into timeouts (measured then: a grpo run whose two workers shared two
-    cores with another run's two scored held-out Avg 0.34 and was charged 910 s; alone, 0.63 and
-    463 s); the budget now counts CPU seconds, and only the wall-clock backstop and the charged
-    wall seconds still depend on load (``make bench``'s campaign_load measures it). One run at a
+    The sandbox's budget counts CPU seconds, so load moves only the wall-clock backstop and the
+    charged wall seconds (``python -m bench.campaign_load`` compares a campaign idle and busy). One run at a
     time is the default so that each run's wall time is that of a run alone, as reported; two
     jobs finish a campaign a little sooner, since a run's own work (generation, world model,
     update) then overlaps the other's executions. Runs are independent (their own seeds and RNGs)

@@ -19,8 +19,8 @@ folders are arguments, not configuration).
 Arms come from :mod:`wmrl.arms`; ``untrained`` does not apply (the VLA starts from its SFT
 policy, the arm ``sft``).
 
-Sizing (measured by ``python -m wmrl.vla.bench``): a Meta-World step costs about 1-2 ms on one
-free core, so a GRPO step of ``groups_per_step * group_size`` rollouts of up to ``horizon`` steps
+Sizing (``make bench``'s vla section times it): a Meta-World step costs a millisecond or two on
+one free core, so a GRPO step of ``groups_per_step * group_size`` rollouts of up to ``horizon`` steps
 costs seconds, and the final evaluation (3 tasks x ``eval.states`` x ``eval.samples`` rollouts)
 is the largest single item. The defaults are the ``small`` preset.
 

@@ -22,14 +22,11 @@ Streams (the first key after the seed): evaluation rollouts are keyed by
 ``(step, group, member)``. So every arm of a seed trains on the same sequence of (task, state)
 groups, and at step 1, where every arm still has the SFT policy, on identical rollouts.
 
-What it buys, measured (small preset, the grpo and wm policies of seed 0 and grpo against sft,
-each evaluated at 3-4 evaluation seeds, 300 rollouts each, on a shared 2-core machine): robustness
-and pairing, not precision. Two different policies' outcomes on the same draws are uncorrelated
-(correlation of the per-rollout outcome noise -0.02 and 0.02, against 0.03 and -0.05 with one
-shared generator): these policies differ enough that the same draws take a rollout elsewhere. So
-the evaluation noise of a paired difference stays what it was, about 2.6 points of Overall success
-(SD; 2.8 vs 2.6 for grpo - wm, 2.6 vs 2.7 for grpo - sft, CRN vs shared), and more rollouts per
-state (``eval.samples``) are the lever that reduces it (the SD falls as one over their square root).
+What it buys: robustness and pairing, not precision. The trained policies differ enough that
+the same draws take their rollouts to different places, so two policies' outcome noise on the
+same draws is about as uncorrelated as with one shared generator, and the evaluation noise of a
+paired difference stays about what it would be. More rollouts per state (``eval.samples``) are
+the lever that reduces it (its SD falls as one over their square root).
 """
 
 from __future__ import annotations

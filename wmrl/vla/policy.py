@@ -97,8 +97,8 @@ class GaussianPolicy(nn.Module):
     def _rowwise(self, x: torch.Tensor) -> torch.Tensor:
         """``self.net(x)`` with every linear layer as a per-row product and sum, bit-identical whatever the batch.
 
-        A float32 matrix product rounds differently for different batch sizes (measured with MKL:
-        batches of fewer than 6 rows differ from larger ones in the last bit), and MuJoCo's contacts
+        A float32 matrix product rounds differently for different batch sizes (with MKL, batches of
+        a few rows differ from larger ones in the last bit), and MuJoCo's contacts
         amplify a last-bit difference in an action to 1e-3 in the state within 100 steps.
         """
         for layer in self.net:

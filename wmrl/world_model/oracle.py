@@ -54,10 +54,9 @@ from wmrl.world_model.fidelity import real_reward
 
 __all__ = ["CHARGE_S", "DISTORTIONS", "OracleWorldModel", "distort", "read_outcome"]
 
-#: Charged CPU seconds per prediction: what the program-analysis world model (``paper`` profile)
-#: costs per script, measured on 300 scripts of the training tasks drawn as the untrained agent
-#: writes them (``sample_items(pool.train, 300, seed=3)``, after 20 warm-up predictions): 4.2 ms of
-#: CPU each (the ``pessimistic`` profile: 3.3 ms), on this 2-core machine under load.
+#: Charged CPU seconds per prediction: about what the program-analysis world model (``paper``
+#: profile) costs per script of the untrained agent's, so that an oracle run is charged as a cheap
+#: world model would be, not as the execution it reads its truth from.
 CHARGE_S = 0.0042
 #: The monotone distortions phi of Assumption 6 (see the module docstring).
 DISTORTIONS = ("optimistic", "identity")

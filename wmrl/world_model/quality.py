@@ -16,9 +16,9 @@ Two estimates of the expected position score, one per profile of
   category), a small penalty for a small configuration, a subsample or hard labels;
 - ``paper`` (:func:`traits_expected`): an additive model over the traits,
   ``expected = clip(b[category] + f[family, category] + sum_k w_k x_k, 0, 1)``, whose weights
-  (:data:`QUALITY_WEIGHTS`) were fitted once by ``python -m wmrl.experiments.wm_profile tune`` on a
-  tuning set of the training tasks' scripts at a seed of its own (no held-out task, no evaluation
-  item; see that module).
+  (:data:`QUALITY_WEIGHTS`) are fitted by ``python notebooks/_wm_profile.py tune`` on a tuning set
+  of the training tasks' scripts at a seed of its own (no held-out task, no evaluation item; see
+  that module).
 
 Either expectation becomes a distribution over buckets (:func:`bucket_distribution`): a Gaussian
 kernel around it over the buckets' position scores, which the model then samples at its
@@ -197,12 +197,12 @@ def trait_vector(task, traits: dict) -> dict[str, float]:
 
 
 #: The ``paper`` profile's additive quality model: position score = the sum of the weights of a
-#: script's :func:`trait_vector` (clipped to [0, 1]). Fitted by ridge regression (alpha 1) on the
-#: real position scores of the 370 scripts that ran ok among the 448 of the tuning set
-#: (``python -m wmrl.experiments.wm_profile tune``: seed 1000, the 14 training tasks of the small
-#: pool, executed in the small preset's sandbox), never on an item the world model is evaluated on;
-#: ``hard_labels`` is set by hand (the tuning set never shows it). Fitted on 13 tasks, it ranks the
-#: scripts of the 14th with a Spearman of 0.40 on average (0.30 over all scripts).
+#: script's :func:`trait_vector` (clipped to [0, 1]). Fitted by ridge regression on the real
+#: position scores of the tuning set's scripts that ran ok (``python notebooks/_wm_profile.py
+#: tune``: the small pool's training tasks, executed in the small preset's sandbox), never on an
+#: item the world model is evaluated on; ``hard_labels`` is set by hand (the tuning set never shows
+#: it). The tool also prints the out-of-task Spearman (each task ranked by a fit on the others);
+#: tests/test_wm_profile.py checks these weights are the fit of the committed tuning outcomes.
 QUALITY_WEIGHTS: dict[str, float] = {
     "base:image": 0.403, "base:tabular": 0.446, "base:text": 0.329,
     "family:boosting:image": -0.087, "family:boosting:tabular": 0.181, "family:boosting:text": 0.243,

@@ -24,14 +24,12 @@ Two error profiles (``profile``), the same analysis under both:
   (Assumption 6) apart from the defects nobody can see in the text.
 - ``pessimistic`` (the original model, kept for comparison): every finding fails its check with
   its own probability, suspicions included, the budget check is a coin flip at the limit, and
-  the quality guess is a fixed prior per (family, category). It predicts failures that do not
-  happen (on a trained agent's scripts: 41% predicted ok against 63% real).
+  the quality guess is a fixed prior per (family, category). It predicts many failures that do
+  not happen.
 
-Measured by ``python -m wmrl.experiments.wm_profile measure`` on a grpo agent's scripts (small
-preset, seed 101, 173 scripts of the training tasks and 112 of the held-out ones, executed once):
-predicted / real ok rate 0.65 / 0.63 and 0.58 / 0.46 (pessimistic: 0.41 and 0.23), Spearman of
-predicted and real reward within a task 0.62 and 0.64 (pessimistic: 0.44 and 0.36). Notebook 05
-(section 5) makes the same measurement on the committed ``wmrl`` agent and commits it with provenance.
+How the two compare (predicted against real ok rate, Spearman of predicted and real reward within
+a task, on a trained and the untrained agent's scripts of the training and the held-out tasks) is
+notebook 05's section 5, committed with provenance.
 
 Sampling. Every check yields a failure probability ``p`` and the quality check a distribution
 over buckets. At temperature ``T`` the model samples each verdict from the tempered distribution
@@ -76,22 +74,22 @@ PASS_P = 0.02
 #: The ``paper`` profile's floor, for a check with nothing *certain* to report: an LLM told to fail
 #: only with a line and an exception still hallucinates one now and then, but rarely. At T = 0.7 a
 #: script without certain findings then draws a spurious failure about once in 300 predictions
-#: (with the pessimistic floor: once in 44, which made ~3% of the trained agent's good scripts fail).
+#: (the pessimistic floor's rate is several times that, enough to fail a share of good scripts).
 PAPER_PASS_P = 0.005
 #: Seconds before a script's first fit: a fresh interpreter importing pandas and scikit-learn
-#: (``python -m wmrl.sandbox.bench``: 2.9 s cold on this 2-core machine), versus the local sandbox's
-#: warm server, which forks an interpreter that has them loaded (0.15 s for the same script).
-#: Which one a prediction assumes is a fact about the sandbox, like its time limit: with a 2 s
-#: budget, assuming a cold start predicted a timeout for 15 of 32 scripts that ran ok.
+#: (``make bench``'s sandbox section times the cold and the warm start), versus the local
+#: sandbox's warm server, which forks an interpreter that has them loaded. Which one a prediction
+#: assumes is a fact about the sandbox, like its time limit: at a 2 s budget, assuming a cold start
+#: predicts timeouts for many scripts that run ok.
 COLD_STARTUP_S = 1.5
 WARM_STARTUP_S = 0.1
 #: ``paper`` profile: the budget check's failure probability is a coin flip at ``BUDGET_MARGIN``
 #: times the limit (log-scale width ``BUDGET_WIDTH``: 94% sure at twice that). "Clearly over"
-#: means over by more than the cost model's own error: on the tuning set of
-#: ``python -m wmrl.experiments.wm_profile tune`` (seed 1000, 448 scripts of the training tasks,
-#: 2 s budget, warm sandbox) 95% of the 370 scripts that finished had an estimate under 8.93 times
-#: the limit (the estimate's log error has a standard deviation of 1.7), and 41 of its 48 real
-#: timeouts had one over it.
+#: means over by more than the cost model's own error: the margin is the 95th percentile of the
+#: estimate over the scripts of the tuning set that finished (``python notebooks/_wm_profile.py
+#: tune``: training tasks only, never an item the world model is evaluated on), so 5% of scripts
+#: that finish are called over budget. tests/test_wm_profile.py checks that it is what the committed
+#: procedure fits on the committed tuning outcomes.
 BUDGET_MARGIN = 8.93
 BUDGET_WIDTH = 0.25
 
