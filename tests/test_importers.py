@@ -7,8 +7,12 @@ folder and checks that importing, grading and training leave that copy unchanged
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import math
+import re
 import shutil
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +23,10 @@ from test_pool_ownership import FIXTURES, snapshot
 
 from wmrl.experiments.run import run_arm
 from wmrl.grading import GradingError, grade, relative_performance_gap
-from wmrl.grading.competition_code import run_competition_code
 from wmrl.sandbox import Sandbox
 from wmrl.tasks import InvalidSubmissionError, get_pool, import_pool
 from wmrl.tasks.__main__ import main as import_main
+from wmrl.tasks.competition_code import EXTRA_MODULES, install_hint, run_competition_code
 from wmrl.tasks.ownership import MARKER
 
 BREEDS = ("affenpinscher", "beagle", "boxer", "pug")
@@ -148,9 +152,12 @@ def _expected(task, raw: float) -> float:
 def test_a_sample_and_a_perfect_submission_get_the_expected_percentile(layout, fixtures, tmp_path):
     before = snapshot(fixtures)
     pool = get_pool(import_layout(fixtures, layout, tmp_path / "pool").root)
+    checked = {rec["name"]: rec["sample_submission"] for rec in pool.manifest["tasks"]}
     for task in pool:
         sample = grade(task, task.sample_submission_path)
         raw = _sample_score(task.name, task)
+        assert checked[task.name]["status"] == "ok", checked  # graded once at import, by the same code
+        assert checked[task.name]["raw_score"] == pytest.approx(raw, abs=1e-5), (task.name, checked)
         assert sample.status == "ok" and sample.raw_score == pytest.approx(raw, abs=1e-5), (task.name, sample)
         assert sample.percentile == pytest.approx(_expected(task, sample.raw_score)), (task.name, sample)
         assert sample.percentile < 1.0 and sample.score_kind == task.scoring.score_kind
@@ -265,6 +272,134 @@ def test_what_wmrl_cannot_grade_is_refused_by_name_and_the_rest_imported(case, f
     refused = {r["name"]: r["reason"] for r in pool.manifest["refused"]}
     assert list(refused) == [name] and reason in refused[name], refused
     assert sorted(pool.names) == sorted(set(LAYOUTS[layout][2]) - {name})
+
+
+# ---------------------------------------------------------------- graders that cannot load, refused at import
+ABSENT = "wmrl_fixture_module_nobody_installs"
+# layout -> (competition, its grading code relative to the fixtures' copy, a line of it that runs only when it grades)
+GRADER_FILES = {
+    "mledojo": ("spooky-author-identification",
+                "MLE-Dojo/mledojo/competitions/spooky-author-identification/utils/metric.py",
+                "    def evaluate(self, y_true: pd.DataFrame, y_pred: pd.DataFrame) -> float:"),
+    "mlebench": ("dog-breed-identification", "mle-bench/mlebench/competitions/dog-breed-identification/grade.py",
+                 "def grade(submission: DataFrame, answers: DataFrame) -> float:"),
+    "dsbench": ("see-click-predict-fix", "DSBench/data_modeling/evaluation/see-click-predict-fix_eval.py",
+                "answers = pd.read_csv(args.answer_file)"),
+}
+
+
+def _import_cli(fixtures: Path, layout: str, out: Path) -> None:
+    src, code, _ = LAYOUTS[layout]
+    import_main(["import", "--layout", layout, str(fixtures / src), "--out", str(out), "--train", "1", "--heldout",
+                 "1", *(["--code", str(fixtures / code)] if code else [])])
+
+
+def test_each_module_the_graders_need_is_pinned_in_the_extra_the_refusal_names():
+    """EXTRA_MODULES names modules; pyproject.toml's extra of the same name pins the packages providing them."""
+    repo = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    provided = importlib.metadata.packages_distributions()
+
+    def canonical(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    for extra, (_, modules) in EXTRA_MODULES.items():
+        pins = {canonical(req.split("==")[0]): req for req in extras[extra]}
+        assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", req) for req in pins.values()), pins
+        for module in modules:
+            assert {canonical(d) for d in provided.get(module, [])} & set(pins), (extra, module, pins)
+            for name in (module, f"{module}.submodule"):
+                assert f"pip install -e '.[{extra}]'" in install_hint(extra, name)
+        assert "pip install -e" not in install_hint(extra, "a_module_no_extra_has")
+    assert "pip install -e" not in install_hint("dsbench", "Levenshtein")  # DSBench needs no extra
+    makefile = (repo / "Makefile").read_text()
+    make_extras = re.search(r"^EXTRAS \?= (\S+)$", makefile, re.MULTILINE).group(1).split(",")
+    assert set(EXTRA_MODULES) <= set(make_extras), make_extras  # the tests' venv has what the fixtures import
+
+
+def test_the_mlebench_fixture_keeps_the_real_import_chain_down_to_py7zr():
+    """Each grade.py reaches mlebench/utils.py (which imports py7zr) as the real ones do, so the tests see it."""
+    root = FIXTURES / "mle-bench" / "mlebench"
+
+    def imported(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text())
+        return {n.module if isinstance(n, ast.ImportFrom) else a.name
+                for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+
+    assert "py7zr" in imported(root / "utils.py")
+    assert "mlebench.utils" in imported(root / "grade_helpers.py") & imported(root / "competitions" / "utils.py")
+    for grade_py in sorted(root.glob("competitions/*/grade.py")):
+        assert imported(grade_py) & {"mlebench.competitions.utils", "mlebench.grade_helpers"}, grade_py
+
+
+def test_the_cli_grades_each_mlebench_sample_with_the_real_import_chain(fixtures, tmp_path, capsys):
+    _import_cli(fixtures, "mlebench", tmp_path / "pool")
+    out = capsys.readouterr().out
+    assert "imported 4 of 4" in out and "sample_score" in out
+    pool = get_pool(tmp_path / "pool")
+    for rec in pool.manifest["tasks"]:
+        expected = _sample_score(rec["name"], pool[rec["name"]])
+        assert rec["sample_submission"] == {"status": "ok", "raw_score": pytest.approx(expected, abs=1e-5)}, rec
+        assert f"{rec['sample_submission']['raw_score']:.6g}" in out
+
+
+def test_mlebench_without_py7zr_is_refused_at_import_naming_the_extra_to_install(fixtures, tmp_path, capsys):
+    """A Python without py7zr, as the checkout sees it: a py7zr beside mlebench/ that fails as a missing one does."""
+    shadow = fixtures / "mle-bench" / "py7zr"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'py7zr'\", name='py7zr')\n")
+    with pytest.raises(SystemExit) as stop:
+        _import_cli(fixtures, "mlebench", tmp_path / "pool")
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and not (tmp_path / "pool" / "manifest.json").exists()
+    for name in LAYOUTS["mlebench"][2]:
+        assert f"{name}: its grader cannot grade its sample submission" in err, err
+    assert err.count("No module named 'py7zr'") == 4 and "pip install -e '.[mlebench]'" in err, err
+
+
+def _import_absent(path: Path, runs_line: str, at_top: bool) -> None:
+    """Make the grading code import a module no Python has: at its top, or only when it grades (as
+    mlebench/competitions/utils.py imports tensorflow inside a function)."""
+    text = path.read_text()
+    if at_top:
+        path.write_text(f"import {ABSENT}\n" + text)
+        return
+    assert runs_line in text, (path, runs_line)
+    indent = " " * (len(runs_line) - len(runs_line.lstrip()) + (4 if runs_line.endswith(":") else 0))
+    path.write_text(text.replace(runs_line + "\n", f"{runs_line}\n{indent}import {ABSENT}\n", 1))
+
+
+@pytest.mark.parametrize("at_top", [True, False], ids=["module-level import", "import when it runs"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_grader_that_cannot_import_a_module_is_refused_at_import_by_name(layout, at_top, fixtures, tmp_path):
+    name, code, runs_line = GRADER_FILES[layout]
+    _import_absent(fixtures / code, runs_line, at_top)
+    pool = import_layout(fixtures, layout, tmp_path / "pool")
+    refused = {r["name"]: r["reason"] for r in pool.manifest["refused"]}
+    assert list(refused) == [name], refused
+    assert f"No module named '{ABSENT}'" in refused[name] and str(fixtures / code) in refused[name], refused
+    assert f"Install the package that provides the module '{ABSENT}'" in refused[name], refused
+    assert sorted(pool.names) == sorted(set(LAYOUTS[layout][2]) - {name})
+    assert all(rec["sample_submission"]["status"] == "ok" for rec in pool.manifest["tasks"])
+
+
+def test_a_metric_whose_direction_when_it_runs_contradicts_its_source_is_refused_at_import(fixtures, tmp_path):
+    metric = fixtures / GRADER_FILES["mledojo"][1]
+    metric.write_text(metric.read_text().replace("super().__init__(higher_is_better)",
+                                                 "super().__init__(not higher_is_better)", 1))
+    pool = import_layout(fixtures, "mledojo", tmp_path / "pool")
+    refused = {r["name"]: r["reason"] for r in pool.manifest["refused"]}
+    assert list(refused) == ["spooky-author-identification"], refused
+    assert "higher_is_better is True when it runs but False" in refused["spooky-author-identification"]
+
+
+def test_a_sample_its_own_code_rejects_is_recorded_and_the_competition_still_imported(fixtures, tmp_path):
+    """DSBench's sample rows need not be the re-split test rows: the grader loads, the sample is merely invalid."""
+    sample = fixtures / "DSBench/data_modeling/data/data_resplit/spaceship-titanic/sample_submission.csv"
+    sample.write_text("".join(sample.read_text().splitlines(keepends=True)[:3]))
+    pool = import_layout(fixtures, "dsbench", tmp_path / "pool")
+    rec = next(r for r in pool.manifest["tasks"] if r["name"] == "spaceship-titanic")
+    assert not pool.manifest["refused"] and rec["sample_submission"]["status"] == "invalid_submission", rec
 
 
 # ---------------------------------------------------------------- running solutions on an imported pool

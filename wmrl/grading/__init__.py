@@ -3,11 +3,11 @@ score on the task's leaderboards, or DSBench's relative performance gap).
 
 ``grade(task, submission_path)`` returns a :class:`Grade` (status, raw score, percentile, reason, score
 kind); ``position_score(score, board_scores, higher_is_better)`` is MLE-Dojo's formula. Imported
-competitions are scored by their own code in a limited child process (:mod:`wmrl.grading.competition_code`).
+competitions are scored by their own code in a limited child process (:mod:`wmrl.tasks.competition_code`,
+which the import step also uses to refuse a grader that cannot load).
 This package imports :mod:`wmrl.tasks` and nothing above it; nothing in ``wmrl.tasks`` imports it.
 """
 
-from wmrl.grading.competition_code import GradingError
 from wmrl.grading.grade import (
     Grade,
     grade,
@@ -16,6 +16,7 @@ from wmrl.grading.grade import (
     relative_performance_gap,
     score_submission,
 )
+from wmrl.tasks.competition_code import GradingError
 
 __all__ = [
     "Grade",

@@ -2,7 +2,7 @@
 
 The raw score comes from the built-in metric of the task (our pool: :func:`score_submission`,
 which validates the submission first) or, for an imported competition, from the competition's
-own code (:mod:`wmrl.grading.competition_code`).
+own code, run in a limited child process (:mod:`wmrl.tasks.competition_code`).
 
 The normalised score is what the reward ladder reads, ``Grade.percentile``; ``Grade.score_kind``
 says which it is:
@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wmrl.grading.competition_code import GradingError, run_competition_code
 from wmrl.tasks import InvalidSubmissionError, Task, get_metric, validate_submission
+from wmrl.tasks.competition_code import run_competition_code
 from wmrl.tasks.metrics import canonical_labels
 
 __all__ = ["Grade", "grade", "normalised_score", "position_score", "relative_performance_gap", "score_submission"]
@@ -121,10 +121,7 @@ def _raw_score(task: Task, path: Path) -> float:
         return score_submission(task, _read_submission(path))
     if task.scoring.grader == "dsbench":
         _check_rows_in_order(task, _read_submission(path))
-    raw, higher = run_competition_code(task, path)
-    if higher is not None and higher != task.higher_is_better:
-        raise GradingError(f"{task.name}: the metric's higher_is_better is {higher} when it runs but "
-                           f"{task.higher_is_better} in the pool; import the competition again")
+    raw = run_competition_code(task, path)
     digits = task.scoring.round_digits
     return round(raw, digits) if digits is not None else raw
 

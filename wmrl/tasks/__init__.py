@@ -6,8 +6,9 @@ competitions where they lie (:mod:`wmrl.tasks.layouts`); ``load_task(path)`` loa
 
 The package is the bottom layer of wmrl's data flow (tasks -> grading -> sandbox -> ...): it reads
 and writes task data and never imports :mod:`wmrl.grading`. Inside it, modules depend downwards
-only: metrics, split, ownership < infer < task < leaderboard, describe, sources < recipe,
-layouts < pool < prepare, __main__ (the two command lines). It deletes or replaces only folders
+only: metrics, split, ownership < infer < task < leaderboard, describe, sources, competition_code
+(a competition's own grading code in a limited child process) < recipe, layouts < pool < prepare,
+__main__ (the two command lines). It deletes or replaces only folders
 it wrote itself (:mod:`wmrl.tasks.ownership`).
 """
 

@@ -1,8 +1,9 @@
 """``python -m wmrl.tasks import --layout mledojo|mlebench|dsbench SRC --out POOL``: point a pool at real competitions.
 
 The pool's manifest records, for every competition of SRC that wmrl supports, where its files
-and its own grading code are; nothing is copied and nothing in SRC is written. Competitions it
-cannot support are listed with the reason. Train on the pool with
+and its own grading code are; nothing is copied and nothing in SRC is written. Each competition's
+sample submission is graded once by its own code (the table's ``sample_score``); competitions it
+cannot support, a grader that cannot load included (with what to install), are listed with the reason. Train on the pool with
 ``run_arm(..., pool=wmrl.tasks.get_pool(POOL))``.
 """
 
@@ -42,6 +43,13 @@ def _category(text: str) -> tuple[str, str]:
     return name, category
 
 
+def _sample(outcome: dict | None) -> str:
+    """The sample submission's raw score by the competition's own code, as the table shows it."""
+    if outcome is None:
+        return "-"  # a built-in metric: nothing of the competition's to check
+    return f"{outcome['raw_score']:.6g}" if outcome["status"] == "ok" else "invalid (its code rejects it)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m wmrl.tasks", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="import")
@@ -74,8 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     except (SourceError, PoolFolderError) as exc:
         parser.exit(2, f"error: {exc}\n")
     m = pool.manifest
-    table = pd.DataFrame([{k: r[k] for k in ("name", "category", "split", "score_kind", "size_bytes", "metric")}
-                          for r in m["tasks"]])
+    table = pd.DataFrame([{**{k: r[k] for k in ("name", "category", "split", "score_kind", "size_bytes", "metric")},
+                           "sample_score": _sample(r.get("sample_submission"))} for r in m["tasks"]])
     print(f"imported {len(m['tasks'])} of {len(m['tasks']) + len(m['refused'])} competitions of {m['source']} "
           f"({m['layout']}) into {pool.root}\n{table.to_string(index=False)}")
     for r in m["refused"]:

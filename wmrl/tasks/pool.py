@@ -13,7 +13,11 @@
 
 An imported pool's manifest splits its tasks by the paper's rule (:func:`wmrl.tasks.split_by_size`,
 15 smallest per category train, the next 5 held out, unless told otherwise) and lists the
-competitions it refused, with the reason. This module is the top of ``wmrl.tasks``: it uses
+competitions it refused, with the reason. Reading competitions grades each one's sample submission
+once with the competition's own code (:func:`wmrl.tasks.competition_code.check_sample`, the same
+child process that grades every execution): a grader that cannot load (a module this Python lacks,
+a file it cannot read) is refused there, by name, with what to install, instead of failing the
+first execution of a training run; the manifest records the sample's outcome. This module is the top of ``wmrl.tasks``: it uses
 the recipe and the importers, and neither of them uses it.
 """
 
@@ -22,10 +26,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from wmrl.provenance import write_json_atomic
+from wmrl.tasks.competition_code import GradingError, check_sample
+from wmrl.tasks.infer import Refused
 from wmrl.tasks.layouts import SourceError, detect_layout, read_layout
 from wmrl.tasks.ownership import MARKER, PoolFolderError, is_empty, read_marker, refuse_unexpected, write_marker
 from wmrl.tasks.recipe import ensure_pool, is_small_pool
@@ -99,6 +106,29 @@ def _count(what: str, n) -> int:
     return n
 
 
+def _check_graders(tasks: list[Task]) -> tuple[list[Task], list[Refused], dict[str, dict]]:
+    """Grade each competition's sample once with its own code: (the tasks that load, refusals, sample outcomes).
+
+    The built-in metrics of task folders in wmrl's layout need no check. The child processes run a
+    few at a time (each is one Python process; their own limits bound each).
+    """
+    own = [t for t in tasks if t.scoring.grader != "builtin"]
+
+    def check(task: Task) -> dict | Refused:
+        try:
+            return check_sample(task)
+        except GradingError as exc:
+            reason = str(exc).removeprefix(f"{task.name}: ")
+            return Refused(task.name, f"its grader cannot grade its sample submission, so no execution of a run "
+                                      f"could be graded: {reason}")
+
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as workers:
+        outcomes = dict(zip((t.name for t in own), workers.map(check, own)))
+    refused = [o for o in outcomes.values() if isinstance(o, Refused)]
+    samples = {n: o for n, o in outcomes.items() if not isinstance(o, Refused)}
+    return [t for t in tasks if not isinstance(outcomes.get(t.name), Refused)], refused, samples
+
+
 def read_competitions(src: str | os.PathLike, layout: str | None = None, code: str | os.PathLike | None = None,
                       n_train: int = PAPER_SPLIT[0], n_heldout: int = PAPER_SPLIT[1],
                       categories: Mapping[str, str] | None = None) -> TaskPool:
@@ -114,6 +144,8 @@ def read_competitions(src: str | os.PathLike, layout: str | None = None, code: s
         raise SourceError(f"{src} is in none of the layouts wmrl reads (MLE-Dojo <name>/data/public/, MLE-bench "
                           "<id>/prepared/public/, DSBench data/data_resplit/, or task folders with task.json)")
     tasks, refused = read_layout(layout, src, code, categories)
+    tasks, unloadable, samples = _check_graders(tasks)
+    refused = [*refused, *unloadable]
     unknown = sorted(set(categories or {}) - {t.name for t in tasks} - {r.name for r in refused})
     if unknown:
         raise SourceError(f"--category names competition(s) {unknown} that {src} does not hold; it holds "
@@ -129,7 +161,8 @@ def read_competitions(src: str | os.PathLike, layout: str | None = None, code: s
         "code": str(Path(code).resolve()) if code is not None else None, "n_train": n_train, "n_heldout": n_heldout,
         "tasks": [{"name": t.name, "category": t.category, "size_bytes": t.size_bytes, "n_rows": t.n_rows,
                    "metric": t.metric, "higher_is_better": t.higher_is_better, "source": t.source,
-                   "score_kind": t.scoring.score_kind, "split": side.get(t.name, "unused"), "task": t.to_record()}
+                   "score_kind": t.scoring.score_kind, "split": side.get(t.name, "unused"),
+                   "sample_submission": samples.get(t.name), "task": t.to_record()}
                   for t in tasks],
         "refused": [{"name": r.name, "reason": r.reason} for r in refused],
     }

@@ -2,7 +2,8 @@
 
 Run as ``python -I -B _competition_runner.py SPEC_JSON`` in a fresh working folder; it writes
 ``result.json`` there: ``{"phase": "load" | "score", "ok": bool, "score": float | None,
-"higher_is_better": bool | None, "error": str}``. Before entering the score phase it writes a file
+"higher_is_better": bool | None, "error": str, "missing_module": str | None}``, the last naming the
+module an ImportError could not find (so that the parent can say what to install). Before entering the score phase it writes a file
 ``phase`` so that the parent can tell, when the process is killed by a limit, whose fault it was.
 
 Standalone on purpose: it imports nothing from wmrl (the parent may be anywhere), it limits itself
@@ -39,6 +40,11 @@ def _limit(limits: dict) -> None:
 
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _failure(phase: str, exc: BaseException) -> dict:
+    missing = exc.name if isinstance(exc, ImportError) else None
+    return {"phase": phase, "ok": False, "score": None, "error": _error(exc), "missing_module": missing}
 
 
 def _load(spec: dict):
@@ -81,7 +87,7 @@ def main() -> None:
     try:
         score = _load(spec)
     except BaseException as exc:  # noqa: BLE001 - the grader failed to load: the parent raises GradingError
-        result.write_text(json.dumps({"phase": "load", "ok": False, "score": None, "error": _error(exc)}))
+        result.write_text(json.dumps(_failure("load", exc)))
         return
     Path("phase").write_text("score")
     try:
@@ -89,14 +95,14 @@ def main() -> None:
         value = float(value)
         if not math.isfinite(value):
             raise ValueError(f"the competition's metric returned {value}")
-    except ImportError as exc:  # e.g. a DSBench script importing a module this Python lacks: not the submission's fault
-        result.write_text(json.dumps({"phase": "load", "ok": False, "score": None, "error": _error(exc)}))
+    except ImportError as exc:  # a DSBench script's imports, or a grade function's lazy one: not the submission's fault
+        result.write_text(json.dumps(_failure("load", exc)))
         return
     except BaseException as exc:  # noqa: BLE001 - as MLE-Dojo and MLE-bench, any failure here is the submission's
-        result.write_text(json.dumps({"phase": "score", "ok": False, "score": None, "error": _error(exc)}))
+        result.write_text(json.dumps(_failure("score", exc)))
         return
     result.write_text(json.dumps({"phase": "score", "ok": True, "score": value, "higher_is_better": higher,
-                                  "error": ""}))
+                                  "error": "", "missing_module": None}))
 
 
 if __name__ == "__main__":
