@@ -8,11 +8,15 @@ import pytest
 from wmrl.agent.grammar import baseline_choices, render
 from wmrl.agent.llm.prompt import feedback_message, task_messages
 from wmrl.agent.llm.solution import assemble, compact, extract_code, fit_predict_target, reply_for, script_target
+from wmrl.sandbox import SandboxFacts
+
+#: a laptop's sandbox, as ``Sandbox.facts`` describes one
+LAPTOP = SandboxFacts("local", 7.0, 45.0, 1234, 1.0, 0, False, ())
 
 
 def test_the_prompt_shows_the_description_every_public_file_and_column_and_the_sandbox(pool):
     task = pool["penguin_species"]
-    system, user = task_messages(task, "script", time_limit_s=7.0, memory_mb=1234)
+    system, user = task_messages(task, "script", LAPTOP)
     text = user["content"]
     assert system["role"] == "system" and user["role"] == "user"
     assert task.description.strip() in text
@@ -20,19 +24,26 @@ def test_the_prompt_shows_the_description_every_public_file_and_column_and_the_s
         if name != "description.txt":
             assert name in text
             assert all(c in text for c in cols)
-    for fact in ("DATA_DIR", "SUBMISSION_PATH", "Time limit 7 s", "memory 1234 MB", "scikit-learn", "```python"):
+    for fact in ("DATA_DIR", "SUBMISSION_PATH", "Time limit: 7 s of CPU time", "at most 45 s of wall time",
+                 "memory 1234 MB", "1 CPU core, no GPU", "scikit-learn", "```python"):
         assert fact in text
 
 
 def test_the_fit_predict_prompt_asks_for_the_function_and_says_what_a_prediction_is(pool):
-    text = task_messages(pool["breast_cancer_diagnosis"], "fit_predict")[1]["content"]
+    text = task_messages(pool["breast_cancer_diagnosis"], "fit_predict", LAPTOP)[1]["content"]
     assert "fit_predict(train, test)" in text and "probability" in text
-    assert "predicted value of `progression`" in task_messages(pool["diabetes_progression"], "fit_predict")[1]["content"]
+    assert "predicted value of `progression`" in task_messages(pool["diabetes_progression"], "fit_predict",
+                                                               LAPTOP)[1]["content"]
+
+
+def test_the_prompt_refuses_limits_that_are_not_a_sandboxs_facts(pool):
+    with pytest.raises(TypeError, match="SandboxFacts"):
+        task_messages(pool["penguin_species"], "script", 7.0)
 
 
 def test_an_unknown_contract_is_refused_with_the_known_ones(pool):
     with pytest.raises(ValueError, match="script"):
-        task_messages(pool.train[0], "notebook")
+        task_messages(pool.train[0], "notebook", LAPTOP)
 
 
 @pytest.mark.parametrize("reply, code", [
@@ -46,6 +57,24 @@ def test_an_unknown_contract_is_refused_with_the_known_ones(pool):
 ])
 def test_the_code_is_the_first_python_block_and_a_reply_without_one_is_malformed(reply, code):
     assert extract_code(reply) == code
+
+
+@pytest.mark.parametrize("reply, code", [
+    ("<think>\nMaybe ```python\nimport os\n``` first.\n</think>\n\n```python\nx = 1\n```", "x = 1\n"),
+    ("draft ```python\nimport os\n```\n</think>\n```python\nx = 1\n```", "x = 1\n"),  # the prompt opened it
+    ("<think>\nI could write ```python\nx = 1\n``` but", None),  # cut mid-thought: no answer yet
+    ("<think>\n\n</think>\n\n```python\ny = 2\n```", "y = 2\n"),  # Qwen3 with thinking off
+])
+def test_the_code_is_taken_after_the_thinking(reply, code):
+    """A reasoning model's drafted fence inside <think> is not its answer (before: the draft was taken)."""
+    assert extract_code(reply) == code
+
+
+def test_strip_thinking_keeps_a_reply_without_tags_whole():
+    from wmrl.agent.llm.solution import strip_thinking
+
+    assert strip_thinking("```python\nx = 1\n```") == "```python\nx = 1\n```"
+    assert strip_thinking("<think>a</think>b</think>c") == "c" and strip_thinking(None) == ""
 
 
 def test_a_reply_made_from_code_extracts_back_to_the_same_code():
@@ -112,10 +141,11 @@ def test_a_rollout_feeds_back_masks_the_feedback_and_stops_at_the_first_turn_tha
     task = pool["iris_species"]
     good = reply_for(fit_predict_target(task, baseline_choices(task)))
     gen = ScriptedGenerator(tokenizer, ["I think a forest would do.", good, "never asked"])
-    scorer = Scorer(Sandbox("local", timeout_s=30), None, ComputeLedger(), None, 1)
+    sandbox = Sandbox("local", timeout_s=30)
+    scorer = Scorer(sandbox, None, ComputeLedger(), None, 1)
     (traj,) = rollout(gen, tokenizer, [task], np.ones(1, bool), np.zeros(1, bool), scorer,
-                      RolloutSettings("fit_predict", max_turns=3, max_new_tokens=600, obs_max_tokens=64,
-                                      time_limit_s=30), seed=0)
+                      RolloutSettings(sandbox=sandbox.facts, contract="fit_predict", max_turns=3, max_new_tokens=600,
+                                      obs_max_tokens=64), seed=0)
     first, second = traj.turns
     assert first.malformed and first.real_reward == 0.0
     assert second.real.status == "ok" and traj.real_reward == pytest.approx(0.5 + 0.5 * second.real.percentile)
@@ -149,7 +179,8 @@ def test_predicted_rows_read_the_world_models_report_and_are_never_executed(pool
     gen = ScriptedGenerator(tokenizer, [code, code])
     scorer = Scorer(NoSandbox(), FailingWorldModel(), ComputeLedger(), None, 1)
     (traj,) = rollout(gen, tokenizer, [task], np.zeros(1, bool), np.ones(1, bool), scorer,
-                      RolloutSettings("fit_predict", max_turns=2, max_new_tokens=64, obs_max_tokens=64), seed=0)
+                      RolloutSettings(sandbox=LAPTOP, contract="fit_predict", max_turns=2, max_new_tokens=64,
+                                      obs_max_tokens=64), seed=0)
     assert traj.real_reward is None and traj.wm_reward == pytest.approx(0.1)
     assert "KeyError" in tokenizer.decode(traj.turns[0].feedback_ids)
     assert "target" in tokenizer.decode(traj.turns[0].feedback_ids)

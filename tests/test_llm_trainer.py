@@ -98,15 +98,15 @@ def test_the_warm_start_is_built_once_per_configuration_and_runnable_targets_kee
     tasks = per_category(pool.train, habits.train.train_tasks)
     folder, record = sft_folder(habits, tiny_model, tasks, tmp_path)
     assert (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file()
-    rows = sft_dataset(tasks, "fit_predict", 2, 0, habits.sandbox.timeout_s, habits.sandbox.memory_mb)
+    rows = sft_dataset(tasks, "fit_predict", 2, 0, make_sandbox(habits.sandbox).facts)
     assert record["examples"] == record["drawn"] == len(rows) and record["steps"] == 2
     assert record["targets"] == "habits" and record["tasks"] == sorted(t.name for t in tasks)
     assert sft_folder(habits, tiny_model, tasks, tmp_path) == (folder, record)  # built once: reused
 
     runnable = run_config("sft", "llm-smoke", 0, {**over, "llm.sft_targets": "runnable"}, agent="llm")
     ran = execute_targets(rows, tasks, "fit_predict", make_sandbox(runnable.sandbox))
-    limits = (runnable.sandbox.timeout_s, runnable.sandbox.memory_mb)
-    assert all(row["prompt"] == task_messages(task, "fit_predict", *limits)  # each target runs on its prompt's task
+    facts = make_sandbox(runnable.sandbox).facts
+    assert all(row["prompt"] == task_messages(task, "fit_predict", facts)  # each target runs on its prompt's task
                for row, (task, _) in zip(rows, ran)) and {t for t, _ in ran} == set(tasks)
     ok = sum(r.status == "ok" for _, r in ran)
     assert 0 < ok < len(rows), f"{ok} of {len(rows)} targets ran: the filter needs both kinds to show what it keeps"
@@ -455,7 +455,6 @@ def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool
     from transformers import AutoTokenizer
 
     from wmrl.agent.grammar import baseline_choices
-    from wmrl.agent.llm.prompt import task_messages
     from wmrl.agent.llm.solution import reply_for, script_target
     from wmrl.presets import run_config
     from wmrl.step import WMRLStep
@@ -483,7 +482,7 @@ def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool
     log = RunLog()
     step = WMRLStep("wmrl", cfg.method, cfg.train.groups_per_step, cfg.train.group_size, seed=0)
     settings = rollout_settings(cfg)
-    prompt = task_messages(task, settings.contract, settings.time_limit_s, settings.memory_mb)
+    prompt = settings.messages(task)
     scorer = Scorer(Sandbox("local", timeout_s=30), OptimistWM(), log.ledger, None, 2)
     roll = WMRLRollout(step, {prompt_key(prompt): task}, scorer, settings, 0, log, lambda trainer: Stub())
 

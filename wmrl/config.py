@@ -152,6 +152,10 @@ class LLMConfig:
     #: rollout engine: the policy in this process (``transformers``) or TRL's ``vllm`` (GPU)
     generation: Literal["transformers", "vllm"] = "transformers"
     vllm_mode: Literal["colocate", "server"] = "colocate"
+    #: the chat template's ``enable_thinking`` (Qwen3's switch; templates without one ignore it):
+    #: True lets a reasoning model think in a ``<think>`` block before its answer, within the
+    #: turn's ``max_new_tokens``; False renders an empty block in the generation prompt
+    enable_thinking: bool = True
 
     def __post_init__(self):
         check_section(self)

@@ -55,7 +55,7 @@ def _base_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: st
                            cfg.base_url)
     facts = sandbox.facts
     return LLMWorldModel(backend, mode=cfg.mode, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
-                         seed=seed, time_limit_s=facts.cpu_budget_s, warm_start=facts.warm_start)
+                         seed=seed, sandbox=facts)
 
 
 def make_memo(cfg: RunConfig, pool, run_folder: Path, path: str | Path | None = None) -> ExecutionMemo | None:

@@ -52,20 +52,24 @@ class LLMWorldModel:
     ``temperature`` 0.7 is the paper's world-model sampling temperature: the world model's noise
     (xi in r_hat = r + b + xi) is part of what Online Debiasing and IVD are there to absorb.
     ``time_limit_s``, ``warm_start`` (scripts start with the common libraries already imported)
-    and ``library_versions`` describe the sandbox the prediction is about. ``seed`` starts the stream of per-request sampling seeds; the trainer calls :meth:`reseed`
+    and ``library_versions`` describe the sandbox the prediction is about; ``sandbox`` (its
+    :class:`~wmrl.sandbox.SandboxFacts`), when given, describes it whole (budget, backstop,
+    memory, cores, GPUs, warm start) and the first two come from it. ``seed`` starts the stream of per-request sampling seeds; the trainer calls :meth:`reseed`
     each step, so that a resumed run asks the backend exactly what an uninterrupted one asked.
     """
 
     def __init__(self, backend, mode: str = "decomposed", temperature: float = 0.7, max_new_tokens: int = 160,
                  time_limit_s: float = 1200.0, warm_start: bool = False, library_versions: dict[str, str] | None = None,
-                 min_fail_confidence: float = 0.5, guided: bool = True, seed: int = 0):
+                 min_fail_confidence: float = 0.5, guided: bool = True, seed: int = 0, sandbox=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if not 0.0 <= min_fail_confidence <= 1.0:
             raise ValueError(f"min_fail_confidence must be in [0, 1], got {min_fail_confidence}")
         self.backend, self.mode, self.temperature = backend, mode, float(temperature)
         self.max_new_tokens, self.time_limit_s = int(max_new_tokens), float(time_limit_s)
-        self.warm_start = bool(warm_start)
+        self.warm_start, self.sandbox = bool(warm_start), sandbox
+        if sandbox is not None:
+            self.time_limit_s, self.warm_start = float(sandbox.cpu_budget_s), bool(sandbox.warm_start)
         self.library_versions = sandbox_library_versions() if library_versions is None else dict(library_versions)
         self.min_fail_confidence, self.guided = float(min_fail_confidence), guided
         self._counts: Counter[str] = Counter()
@@ -115,7 +119,7 @@ class LLMWorldModel:
             if gated is not None:
                 self._counts["gated"] += 1
                 continue
-            system = system_prompt(task, self.library_versions, self.time_limit_s, self.warm_start)
+            system = system_prompt(task, self.library_versions, self.time_limit_s, self.warm_start, sandbox=self.sandbox)
             if self.mode == "holistic":
                 jobs.append((index, "holistic", holistic_messages(code, system)))
             else:

@@ -1,7 +1,8 @@
 """Prompt templates of the LLM world model: eight decomposed checks and one holistic prompt.
 
 The model reads what a real sandbox would know - the task, its public files, the installed
-library versions, the time limit - plus the code, and answers one JSON object per check with
+library versions, the sandbox's limits (its CPU-second budget and wall-clock backstop, memory,
+cores and GPUs, as :class:`~wmrl.sandbox.SandboxFacts` states them) - plus the code, and answers one JSON object per check with
 the ``reason`` first, so that the verdict is conditioned on the reasoning rather than
 rationalised after it. The system prompt states the DEFAULT TO PASS rule: a world model that
 fails plausible code on a hunch pushes the policy away from working solutions, so a check may
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import platform
 
+from wmrl.sandbox.runner import SandboxFacts
 from wmrl.sandbox.runner import library_versions as sandbox_library_versions
 from wmrl.vocabulary import QUALITY_BUCKETS
 from wmrl.world_model.base import CHECKS
@@ -28,6 +30,7 @@ __all__ = [
     "holistic_messages",
     "numbered",
     "reply_template",
+    "sandbox_limits",
     "schema_for",
     "system_prompt",
 ]
@@ -61,7 +64,7 @@ description:
 
 ## Sandbox
 Python {python}; installed libraries: {libraries}.
-No internet, no GPU. Time limit: {time_limit:g} seconds of CPU time, all the script's processes and threads together.{warm}
+{limits}{warm}
 The script reads its input from the folder in the environment variable DATA_DIR and must write \
 its predictions to the path in SUBMISSION_PATH, in the format of sample_submission.csv.
 
@@ -118,13 +121,35 @@ def _inventory(task, max_files: int = 12, max_columns: int = 30) -> str:
     return "\n".join(lines) or "- (none)"
 
 
+def sandbox_limits(time_limit_s: float, sandbox: SandboxFacts | None = None) -> str:
+    """The sandbox's limits in the prompt's words.
+
+    With ``sandbox`` (the facts of the sandbox the prediction is about) every limit it has: the
+    CPU budget, the wall-clock backstop, memory, cores and GPUs. Without it only the CPU budget
+    ``time_limit_s`` is known, and nothing else is claimed.
+    """
+    if sandbox is None:
+        return (f"No internet. Time limit: {time_limit_s:g} seconds of CPU time, all the script's processes and "
+                "threads together.")
+    cores = f"{sandbox.cpus:g} CPU core{'' if sandbox.cpus == 1 else 's'}"
+    gpus = f"{sandbox.gpus} GPU{'' if sandbox.gpus == 1 else 's'} (CUDA)" if sandbox.gpus else "no GPU"
+    return (f"No internet. Hardware: {cores}, {gpus}, memory {sandbox.memory_mb} MB (more is a MemoryError).\n"
+            f"Time limit: {sandbox.cpu_budget_s:g} seconds of CPU time, all the script's processes and threads "
+            f"together, and at most {sandbox.wall_timeout_s:g} seconds of wall time.")
+
+
 def system_prompt(task, library_versions: dict[str, str] | None = None, time_limit_s: float = 1200.0,
-                  warm_start: bool = False, max_description_chars: int = 1500) -> str:
+                  warm_start: bool = False, max_description_chars: int = 1500,
+                  sandbox: SandboxFacts | None = None) -> str:
     """The shared system prompt: task context, sandbox facts and the DEFAULT TO PASS rule.
 
-    ``warm_start``: the sandbox starts each script in an interpreter that has already imported
-    :data:`WARM_PRELOADED`, so their import time does not count against the limit.
+    ``sandbox``, when given, is the description of the sandbox: its limits, and whether scripts
+    start warm (``time_limit_s`` and ``warm_start`` are then not read). ``warm_start``: the sandbox
+    starts each script in an interpreter that has already imported :data:`WARM_PRELOADED`, so
+    their import time does not count against the limit.
     """
+    if sandbox is not None:
+        time_limit_s, warm_start = sandbox.cpu_budget_s, sandbox.warm_start
     warm = (f"\nScripts start warm: {', '.join(WARM_PRELOADED)} are already imported, so importing them "
             "takes no time.") if warm_start else ""
     versions = sandbox_library_versions() if library_versions is None else library_versions
@@ -135,7 +160,7 @@ def system_prompt(task, library_versions: dict[str, str] | None = None, time_lim
         name=task.name, category=task.category, metric=task.metric,
         direction="higher is better" if task.higher_is_better else "lower is better",
         n_rows=task.n_rows, description=description, inventory=_inventory(task),
-        python=platform.python_version(), time_limit=time_limit_s, warm=warm,
+        python=platform.python_version(), limits=sandbox_limits(time_limit_s, sandbox), warm=warm,
         libraries=", ".join(f"{k}=={v}" for k, v in sorted(versions.items())) or "unknown",
     )
 

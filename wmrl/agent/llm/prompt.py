@@ -2,7 +2,9 @@
 
 The paper's agent sees the competition's description, the files and columns of its public data,
 the submission format and the limits of the sandbox that will run its code, and answers with one
-solution script. :func:`task_messages` builds exactly that conversation for a
+solution script. The limits are the sandbox's own (:class:`~wmrl.sandbox.SandboxFacts`, built
+from ``SandboxConfig``): its CPU-second budget and wall-clock backstop, memory, cores and GPUs,
+so that a prompt at paper scale (a GPU per execution) says so, and one on a laptop says there is none. :func:`task_messages` builds exactly that conversation for a
 :class:`~wmrl.tasks.Task`; :func:`feedback_message` is the user turn that follows a solution
 (the sandbox's or the world model's report, the same text either way, cut to a budget as the paper
 cuts observations to 1024 tokens).
@@ -18,6 +20,7 @@ Two solution contracts (:data:`CONTRACTS`):
 
 from __future__ import annotations
 
+from wmrl.sandbox import SandboxFacts
 from wmrl.sandbox import library_versions as sandbox_library_versions
 
 __all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "prediction_spec", "sandbox_lines", "task_messages"]
@@ -45,11 +48,19 @@ def inventory_lines(task, max_examples: int = 3) -> list[str]:
 PROMPT_LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "pillow")
 
 
-def sandbox_lines(time_limit_s: float, memory_mb: int, library_versions: dict[str, str]) -> list[str]:
+def sandbox_lines(sandbox: SandboxFacts, library_versions: dict[str, str]) -> list[str]:
+    """What the sandbox offers and allows, in the prompt's words: libraries, hardware, budget, memory."""
+    if not isinstance(sandbox, SandboxFacts):
+        raise TypeError(f"sandbox must be the SandboxFacts of the sandbox that runs the code (Sandbox.facts), "
+                        f"got {type(sandbox).__name__}")
     libs = ", ".join(f"{k} {v}" for k, v in library_versions.items() if k in PROMPT_LIBRARIES)
     py = library_versions.get("python", "3.11")
-    return [f"Python {py} with {libs}. No internet, no GPU.",
-            f"Time limit {time_limit_s:g} s of wall time, memory {memory_mb} MB."]
+    cores = f"{sandbox.cpus:g} CPU core{'' if sandbox.cpus == 1 else 's'}"
+    gpus = f"{sandbox.gpus} GPU{'' if sandbox.gpus == 1 else 's'} (CUDA)" if sandbox.gpus else "no GPU"
+    return [f"Python {py} with {libs}. No internet.",
+            f"Hardware: {cores}, {gpus}, memory {sandbox.memory_mb} MB.",
+            (f"Time limit: {sandbox.cpu_budget_s:g} s of CPU time (all the script's processes and threads "
+             f"together), and at most {sandbox.wall_timeout_s:g} s of wall time.")]
 
 
 def prediction_spec(task) -> str:
@@ -65,15 +76,19 @@ def prediction_spec(task) -> str:
     return f"the predicted value of `{task.target_column}`"
 
 
-def task_messages(task, contract: str = "script", time_limit_s: float = 20.0, memory_mb: int = 2048,
+def task_messages(task, contract: str, sandbox: SandboxFacts,
                   library_versions: dict[str, str] | None = None) -> list[dict]:
-    """The first turn's chat messages (system, user) for ``task`` under a solution ``contract``."""
+    """The first turn's chat messages (system, user) for ``task`` under a solution ``contract``.
+
+    ``sandbox`` describes the sandbox that will run the code (``Sandbox.facts``); its limits are
+    stated as they are. ``library_versions`` defaults to the sandbox interpreter's.
+    """
     if contract not in CONTRACTS:
         raise ValueError(f"contract must be one of {CONTRACTS}, got {contract!r}")
     if library_versions is None:
         library_versions = sandbox_library_versions()
     parts = [task.description.strip(), "", "## Files in DATA_DIR (file: columns)", *inventory_lines(task), "",
-             "## Sandbox", *sandbox_lines(time_limit_s, memory_mb, library_versions), "", "## Your answer"]
+             "## Sandbox", *sandbox_lines(sandbox, library_versions), "", "## Your answer"]
     if contract == "script":
         parts += [("Write one complete Python script. It reads the files from the folder in the environment variable "
                   "DATA_DIR and writes the submission CSV to the path in the environment variable SUBMISSION_PATH."),

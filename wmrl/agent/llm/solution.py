@@ -1,8 +1,9 @@
 """From the model's reply to the script the sandbox runs, and from grammar scripts to training targets.
 
-Extraction. The agent is asked for one fenced Python block. :func:`extract_code` takes the first
-```` ```python ```` block (or the first unlabelled fence); a reply without a fence, or with only
-an empty one, has no code: it is ``malformed`` and earns the ladder's bottom rung (0.0) without
+Extraction. The agent is asked for one fenced Python block. :func:`extract_code` first drops
+the reply's thinking (:func:`strip_thinking`: a reasoning model's ``<think>...</think>`` block,
+where a drafted fence is not the answer), then takes the first ```` ```python ```` block (or the
+first unlabelled fence); a reply without a fence, or with only an empty one, has no code: it is ``malformed`` and earns the ladder's bottom rung (0.0) without
 being run. A fence the reply opened but never closed (the completion budget ran out) still counts:
 the code up to the cut is what the model wrote, and it will usually fail to compile, which is the
 honest outcome.
@@ -22,10 +23,12 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["FENCE", "SCAFFOLD_HEADER", "assemble", "compact", "extract_code", "fit_predict_target",
-           "reply_for", "script_target"]
+__all__ = ["FENCE", "SCAFFOLD_HEADER", "THINK_CLOSE", "THINK_OPEN", "assemble", "compact", "extract_code",
+           "fit_predict_target", "reply_for", "script_target", "strip_thinking"]
 
 FENCE = "```"
+#: the reasoning block's tags of the Qwen3 family (and DeepSeek-R1's distillations)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 SCAFFOLD_HEADER = """import os
@@ -40,9 +43,25 @@ SEED = 0
 """
 
 
+def strip_thinking(reply: str) -> str:
+    """The answer part of ``reply``: what follows its last ``</think>``.
+
+    A reply with a closing tag and no opening one is a reply whose generation prompt opened the
+    block (Qwen3's thinking-2507 templates do): everything before the tag is still thinking. A
+    reply that opens a block and never closes it (the turn's budget ran out mid-thought) has no
+    answer beyond what came before the tag. A reply without tags is all answer.
+    """
+    reply = reply or ""
+    if THINK_CLOSE in reply:
+        return reply.rsplit(THINK_CLOSE, 1)[1]
+    if THINK_OPEN in reply:
+        return reply.split(THINK_OPEN, 1)[0]
+    return reply
+
+
 def extract_code(reply: str) -> str | None:
-    """The code of the first Python (or unlabelled) fenced block; None when the reply has none."""
-    blocks = [(lang.lower(), body) for lang, body in _BLOCK.findall(reply or "")]
+    """The code of the first Python (or unlabelled) fenced block after the thinking; None when there is none."""
+    blocks = [(lang.lower(), body) for lang, body in _BLOCK.findall(strip_thinking(reply))]
     for wanted in (("python", "py", "python3"), ("",)):
         for lang, body in blocks:
             if lang in wanted and body.strip():

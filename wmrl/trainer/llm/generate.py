@@ -2,13 +2,22 @@
 
 A rollout needs ``generate(contexts, max_new_tokens, seed) -> (completions, logprobs)``: token-id
 contexts in (each a whole conversation so far, prompt and earlier turns included), one sampled
-continuation per context out, ending with the end-of-turn token unless the budget ran out.
+continuation per context out, at most ``max_new_tokens`` long (the per-turn budget, the paper's
+4096), ending with an end-of-turn token unless the budget ran out. ``logprobs`` is, per
+completion, the sampler's log-probability of each generated token (None where the engine does
+not report them).
 
 - :class:`TransformersGenerator`: the policy being trained, in this process (CPU tests, small runs).
   Sampling is seeded per call (``seed``) inside a forked RNG, so a resumed run samples what an
-  uninterrupted one would have sampled, without touching the trainer's RNG streams.
+  uninterrupted one would have sampled, without touching the trainer's RNG streams. It reports
+  no log-probs: the sampler is the policy itself, so TRL's importance-sampling correction (a vLLM
+  feature) has nothing to correct.
 - :class:`VLLMGenerator`: TRL's vLLM engine (colocate or server mode) on GPUs; TRL keeps its
-  weights in sync with the policy before each ``rollout_func`` call.
+  weights in sync with the policy before each ``rollout_func`` call. Its per-token log-probs are
+  what TRL's ``vllm_importance_sampling_correction`` divides the policy's probabilities by, to
+  correct for the numerical gap between the vLLM sampler and the training model. vLLM's sampling
+  is not seeded per call (one seed for a batch would give every member of a group the same
+  sample); a vLLM run is reproducible in distribution, not bit for bit.
 """
 
 from __future__ import annotations
@@ -74,18 +83,61 @@ class TransformersGenerator:
 class VLLMGenerator:
     """TRL's vLLM generation (``trainer.vllm_generation``), one continuation per context.
 
-    GPU only. ``max_new_tokens`` is TRL's ``max_completion_length`` (vLLM's per-call budget), so a
-    run sets that to the per-turn budget. In server mode every process must call in step: the
-    rollout calls once per turn on every process, with an empty list when it has nothing left.
+    GPU only. TRL's engine samples up to its ``max_completion_length`` tokens (the GRPO config's,
+    which bounds the whole multi-turn completion); each call here lowers that to the turn's
+    ``max_new_tokens`` for its duration, so a turn never runs past the per-turn budget. In server
+    mode every process must call in step: the rollout calls once per turn on every process, with
+    an empty list when it has nothing left.
     """
 
     def __init__(self, trainer):
-        if getattr(trainer, "vllm_generation", None) is None:
+        engine = getattr(trainer, "vllm_generation", None)
+        if engine is None:
             raise ValueError("VLLMGenerator needs a GRPOTrainer built with use_vllm=True")
-        self.engine = trainer.vllm_generation
+        if "max_tokens" in (getattr(engine, "generation_kwargs", None) or {}):
+            raise ValueError("GRPOConfig.generation_kwargs sets max_tokens, which would override the per-turn budget "
+                             "(llm.max_new_tokens); remove it from generation_kwargs")
+        self.engine = engine
+        # TRL's importance-sampling correction subtracts the sampler's log-probs: they must come back
+        self.need_logprobs = bool(getattr(getattr(trainer, "args", None), "vllm_importance_sampling_correction", False))
+        self.tokens_out = 0
 
     def generate(self, contexts, max_new_tokens, seed):
-        _, completions, logprobs, _ = self.engine.generate(prompts=[list(c) for c in contexts], images=None,
-                                                           num_generations=1)
-        first = [[step[0] for step in row] for row in logprobs] if logprobs is not None else None
-        return [list(c) for c in completions], first
+        engine = self.engine
+        if not contexts and engine.mode == "colocate" and getattr(engine, "tensor_parallel_size", 1) == 1:
+            return [], []  # nothing to sample, and no other process waits on this one
+        budget = engine.max_completion_length
+        engine.max_completion_length = int(max_new_tokens)
+        try:
+            _, completions, logprobs, token_ids = engine.generate(prompts=[list(c) for c in contexts], images=None,
+                                                                  num_generations=1)
+        finally:
+            engine.max_completion_length = budget
+        completions = [list(c) for c in completions]
+        self.tokens_out += sum(len(c) for c in completions)
+        if logprobs is None:
+            if self.need_logprobs and completions:
+                raise RuntimeError("vLLM returned no log-probs, which TRL's vllm_importance_sampling_correction needs; "
+                                   "keep the engine's logprobs=0 (TRL's default)")
+            return completions, None
+        return completions, [_sampled_logprobs(ids, lps, tids)
+                             for ids, lps, tids in zip(completions, logprobs, token_ids or [None] * len(completions))]
+
+
+def _sampled_logprobs(ids: list[int], logprobs: list[list], token_ids: list[list[int]] | None) -> list[float | None]:
+    """The log-probability of each sampled token, from vLLM's per-position lists sorted by rank.
+
+    With TRL's default (``logprobs=0``) each position holds the sampled token alone; asked for the
+    top N, a position holds them and the sampled token too, which need not rank first, so the entry
+    is found by its token id. None stays None (vLLM's NaN; TRL then applies no correction there).
+    """
+    if len(logprobs) != len(ids):
+        raise RuntimeError(f"vLLM returned {len(logprobs)} log-probs for a completion of {len(ids)} tokens")
+    if token_ids is None:
+        return [row[0] for row in logprobs]
+    out = []
+    for pos, (t, row, ti) in enumerate(zip(ids, logprobs, token_ids)):
+        if t not in ti:
+            raise RuntimeError(f"vLLM's log-probs at position {pos} do not include the sampled token {t}")
+        out.append(row[ti.index(t)])
+    return out

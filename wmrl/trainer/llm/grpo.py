@@ -40,7 +40,7 @@ from transformers import TrainerCallback
 
 from wmrl.ledger import ComputeLedger
 from wmrl.provenance import atomic_path
-from wmrl.trainer.llm.rollout import RolloutSettings, rollout
+from wmrl.trainer.llm.rollout import RolloutSettings, rollout, sampling_logprobs
 from wmrl.world_model.llm import COUNTS, stat_rates
 
 __all__ = ["RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key"]
@@ -135,7 +135,7 @@ class WMRLRollout:
         return {
             "prompt_ids": [r.prompt_ids for r in rows],
             "completion_ids": [r.completion_ids for r in rows],
-            "logprobs": None,
+            "logprobs": sampling_logprobs(rows),  # vLLM's, for TRL's importance-sampling correction
             "env_mask": [r.env_mask for r in rows],
             "wmrl_row": [offset + i for i in range(len(rows))],
             "wmrl_real": [r.real_reward for r in rows],

@@ -35,13 +35,14 @@ def solution_target(task, choices, contract: str) -> str:
     return script_target(task, choices) if contract == "script" else fit_predict_target(task, choices)
 
 
-def sft_dataset(tasks, contract: str, per_task: int, seed: int, time_limit_s: float, memory_mb: int) -> list[dict]:
+def sft_dataset(tasks, contract: str, per_task: int, seed: int, sandbox) -> list[dict]:
     """``per_task`` prompt/completion examples per training task, solutions drawn from the habits; each row
-    names its ``task`` (which :func:`execute_targets` runs it on; SFTTrainer is given prompt and completion only)."""
+    names its ``task`` (which :func:`execute_targets` runs it on; SFTTrainer is given prompt and completion only).
+    The prompts are the rollout's: they state the limits of ``sandbox`` (the run's ``Sandbox.facts``)."""
     rng = np.random.default_rng(seed)
     rows = []
     for task in tasks:
-        prompt = task_messages(task, contract, time_limit_s, memory_mb)
+        prompt = task_messages(task, contract, sandbox)
         seen = set()
         for _ in range(per_task):
             code = solution_target(task, habit_choices(task, rng), contract)
@@ -71,11 +72,19 @@ def execute_targets(rows: list[dict], tasks, contract: str, sandbox) -> list[tup
 def _key(base: Path, cfg, tasks) -> str:
     spec = {"base": str(base), "contract": cfg.llm.contract, "tasks": sorted(t.name for t in tasks),
             "steps": cfg.llm.sft_steps, "lr": cfg.llm.sft_lr, "batch": cfg.llm.sft_batch,
-            "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "timeout_s": cfg.sandbox.timeout_s,
-            "memory_mb": cfg.sandbox.memory_mb}
+            "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "prompt_sandbox": _prompt_limits(cfg)}
     if cfg.llm.sft_targets != "habits":  # the default stays out, so the warm starts built before it keep their key
         spec["targets"] = cfg.llm.sft_targets
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _prompt_limits(cfg) -> dict:
+    """The sandbox limits the warm start's prompts state (a warm start for other limits is another one)."""
+    from wmrl.trainer.components import make_sandbox
+
+    f = make_sandbox(cfg.sandbox).facts
+    return {"cpu_budget_s": f.cpu_budget_s, "wall_timeout_s": f.wall_timeout_s, "memory_mb": f.memory_mb,
+            "cpus": f.cpus, "gpus": f.gpus}
 
 
 def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> tuple[Path, dict]:
@@ -90,14 +99,12 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
     from trl import SFTConfig, SFTTrainer
 
     from wmrl.agent.llm.model import load_causal_lm
+    from wmrl.trainer.components import make_sandbox
 
     models.mkdir(parents=True, exist_ok=True)
-    rows = sft_dataset(tasks, cfg.llm.contract, cfg.llm.sft_per_task, cfg.seed, cfg.sandbox.timeout_s,
-                       cfg.sandbox.memory_mb)
+    rows = sft_dataset(tasks, cfg.llm.contract, cfg.llm.sft_per_task, cfg.seed, make_sandbox(cfg.sandbox).facts)
     drawn = len(rows)
     if cfg.llm.sft_targets == "runnable":
-        from wmrl.trainer.components import make_sandbox
-
         ran = [r.status == "ok" for _, r in execute_targets(rows, tasks, cfg.llm.contract, make_sandbox(cfg.sandbox))]
         rows = [row for row, ok in zip(rows, ran) if ok]
         if not rows:

@@ -43,8 +43,10 @@ GENERATION_BATCH = 8
 
 
 def rollout_settings(cfg: RunConfig) -> RolloutSettings:
-    return RolloutSettings(cfg.llm.contract, cfg.train.max_turns, cfg.llm.max_new_tokens, cfg.llm.obs_max_tokens,
-                           cfg.sandbox.timeout_s, cfg.sandbox.memory_mb)
+    """The rollout's settings; its prompts state the limits of the sandbox ``cfg.sandbox`` builds."""
+    return RolloutSettings(sandbox=make_sandbox(cfg.sandbox).facts, contract=cfg.llm.contract,
+                           max_turns=cfg.train.max_turns, max_new_tokens=cfg.llm.max_new_tokens,
+                           obs_max_tokens=cfg.llm.obs_max_tokens, enable_thinking=cfg.llm.enable_thinking)
 
 
 def base_model(cfg: RunConfig) -> Path:
@@ -226,10 +228,8 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
-    from wmrl.agent.llm.prompt import task_messages
-
     settings = rollout_settings(cfg)
-    prompts = {t.name: task_messages(t, settings.contract, settings.time_limit_s, settings.memory_mb)
+    prompts = {t.name: settings.messages(t)
                for t in train_tasks}
     schedule = prompt_schedule([t.name for t in train_tasks], cfg.train.steps * n_groups * PartialState().num_processes,
                                cfg.seed)
