@@ -241,7 +241,9 @@ def test_llm_paper_generates_with_vllm_on_a_gpu(tmp_path):
 
     summary = run_arm("wmrl", "llm-paper", 0, tmp_path / "run", agent="llm",
                       overrides={"train.steps": 1, "agent.model": "Qwen/Qwen3-0.6B", "world_model.backend": "vllm",
-                                 "world_model.model": "Qwen/Qwen3-0.6B", "sandbox.backend": "local"})
+                                 "world_model.model": "Qwen/Qwen3-0.6B", "world_model.base_url": None,
+                                 "world_model.gpu_memory_utilization": 0.25, "sandbox.backend": "local",
+                                 "sandbox.gpu_devices": "0"})
     assert summary["compute"]["generation"]["count"] > 0
 
 

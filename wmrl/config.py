@@ -257,10 +257,46 @@ class WorldModelConfig:
     #: (:mod:`wmrl.world_model.exploit`; notebook 09): ``huge_capacity`` predicts every script with a
     #: huge-capacity model that the base model expects to run as ``ok`` with the top bucket; ``none``
     exploit: Literal["none", "huge_capacity"] = "none"
+    #: LLM world model: the largest share of a step's checks whose verdict may default to pass (no usable
+    #: reply, or no reply at all: a server down, stalled or refusing) before the run stops with an error
+    #: instead of training on defaults; 1.0 never stops
+    max_defaulted_share: float = 0.5
+    #: ``openai`` backend: seconds one attempt may wait on the server, resends after a transient failure,
+    #: and requests in flight at once
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    max_concurrency: int = 8
+    #: ``vllm`` backend (the offline engine, in this process): the share of the GPU's memory it may take and
+    #: its context length; None: vLLM's own defaults
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
 
     def __post_init__(self):
         check_section(self)
-        at_least(self, max_new_tokens=1)
+        at_least(self, max_new_tokens=1, max_retries=0, max_concurrency=1)
+        if not 0.0 <= self.max_defaulted_share <= 1.0:
+            raise ConfigError(f"world_model.max_defaulted_share must be in [0, 1], got {self.max_defaulted_share}")
+        if self.timeout_s <= 0:
+            raise ConfigError(f"world_model.timeout_s must be > 0, got {self.timeout_s}")
+        if self.gpu_memory_utilization is not None and not 0.0 < self.gpu_memory_utilization <= 1.0:
+            raise ConfigError(f"world_model.gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.max_model_len is not None and self.max_model_len < 1:
+            raise ConfigError(f"world_model.max_model_len must be >= 1, got {self.max_model_len}")
+        engine = [f"world_model.{name}={getattr(self, name)!r}" for name in ("base_url", "gpu_memory_utilization",
+                                                                              "max_model_len")
+                  if getattr(self, name) is not None]
+        if self.kind != "llm" and (self.backend != "transformers" or engine):
+            named = ", ".join([f"world_model.backend={self.backend!r}"] * (self.backend != "transformers") + engine)
+            raise ConfigError(f"{named} configure(s) the LLM world model's engine, but world_model.kind={self.kind!r} "
+                              "uses none: set --set world_model.kind=llm (or drop the engine settings)")
+        if self.base_url is not None and self.backend != "openai":
+            raise ConfigError(f"world_model.base_url={self.base_url!r} is only for world_model.backend='openai' (a "
+                              f"server); backend={self.backend!r} runs the model in this process: add "
+                              "--set world_model.base_url=null")
+        vllm_only = [e for e in engine if not e.startswith("world_model.base_url")]
+        if vllm_only and self.backend != "vllm":
+            raise ConfigError(f"{', '.join(vllm_only)} are settings of the offline vLLM engine "
+                              f"(world_model.backend='vllm'), not of backend={self.backend!r}")
         if self.oracle_noise < 0:
             raise ConfigError(f"world_model.oracle_noise must be >= 0 (the SD of the oracle's noise), got "
                               f"{self.oracle_noise}")

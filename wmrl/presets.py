@@ -151,15 +151,18 @@ PRESETS.update({p.name: p for p in (
         "llm-smoke", "llm",
         "CI for the LLM agent on TRL: SmolLM2-135M-Instruct on CPU, two steps of two groups of two, two turns of "
         "at most 48 tokens (replies are cut short, so most fail fast: the point is every code path, not "
-        "learning), one anchor group (50%), the LLM world model's holistic prompt, Online Debiasing after two "
-        "pairs and IVD warm after one anchor group; a 2-step SFT warm start for the sft arm.",
+        "learning), one anchor group (50%), the LLM world model's holistic prompt (its 48-token replies are "
+        "mostly cut short and default to pass, which this preset alone allows: world_model.max_defaulted_share "
+        "1.0), Online Debiasing after two pairs and IVD warm after one anchor group; a 2-step SFT warm start for "
+        "the sft arm.",
         run={"train.steps": 2, "train.groups_per_step": 2, "train.group_size": 2, "train.max_turns": 2,
              "train.lr": 1e-5, "train.train_tasks": 1, "train.checkpoint_every": 2, "eval.every": 2,
              "eval.samples": 1, "eval.tasks": 1, "method.anchor_fraction": 0.5, "method.od_min_pairs": 2,
              "method.od_refit_every": 2, "method.ivd_warmup_groups": 1, "method.ivd_window": 2,
              "sandbox.timeout_s": 5.0, "world_model.kind": "llm", "llm.max_new_tokens": 48, "llm.obs_max_tokens": 64,
              "llm.sft_steps": 0, "llm.sft_per_task": 2, "llm.sft_batch": 2, "llm.micro_batch": 2,
-             "world_model.mode": "holistic", "world_model.max_new_tokens": 48},
+             "world_model.mode": "holistic", "world_model.max_new_tokens": 48,
+             "world_model.max_defaulted_share": 1.0},
     ),
     Preset(
         "llm-small", "llm",

@@ -52,10 +52,21 @@ def _base_world_model(cfg: WorldModelConfig, sandbox, seed: int, agent_model: st
         return ProgramAnalysisWorldModel.for_sandbox(sandbox, temperature=cfg.temperature, seed=seed,
                                                      profile=cfg.profile)
     backend = make_backend(cfg.backend, cfg.model or (agent_model if cfg.backend != "openai" else None),
-                           cfg.base_url)
+                           cfg.base_url, **_engine_options(cfg))
     facts = sandbox.facts
     return LLMWorldModel(backend, mode=cfg.mode, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                         max_defaulted_share=cfg.max_defaulted_share,
                          seed=seed, sandbox=facts)
+
+
+def _engine_options(cfg: WorldModelConfig) -> dict:
+    """The backend's own settings from ``cfg``: the server client's limits, or the offline engine's options."""
+    if cfg.backend == "openai":
+        return {"timeout_s": cfg.timeout_s, "max_retries": cfg.max_retries, "max_concurrency": cfg.max_concurrency}
+    if cfg.backend == "vllm":
+        return {name: getattr(cfg, name) for name in ("gpu_memory_utilization", "max_model_len")
+                if getattr(cfg, name) is not None}
+    return {}
 
 
 def make_memo(cfg: RunConfig, pool, run_folder: Path, path: str | Path | None = None) -> ExecutionMemo | None:

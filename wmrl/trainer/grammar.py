@@ -5,6 +5,11 @@ the policy update, :func:`~wmrl.trainer.rollout.rollout` the multi-turn rollouts
 wires them to the task pool, the sandbox and the world model, evaluates, checkpoints and writes
 the files of :mod:`wmrl.runs`.
 
+A world model that counts its requests (the LLM world model) has its counts of each step in the
+step's row (``wm_requests``, ``wm_no_reply``, ``wm_defaulted_rate``, ...) and their sums in the
+summary's ``world_model``; a step whose verdicts defaulted to pass beyond
+``world_model.max_defaulted_share`` stops the run before it is learnt from.
+
 Nothing is lost on a crash: after every step the whole state (policy, optimiser, step object,
 RNGs, logs) is checkpointed atomically, and a rerun of the same config resumes from it; for a
 fixed seed a resumed run ends where an uninterrupted one ends.
@@ -28,7 +33,7 @@ from wmrl.provenance import atomic_path
 from wmrl.runs import PAIR_COLUMNS, per_category, write_run
 from wmrl.trainer.components import make_memo, make_oracle_memo, make_sandbox, make_world_model
 from wmrl.trainer.grpo import GRPOLearner
-from wmrl.trainer.rollout import Scorer, rollout
+from wmrl.trainer.rollout import Scorer, rollout, world_model_totals
 
 __all__ = ["evaluate", "make_policy", "train"]
 
@@ -123,6 +128,9 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
         eval_ledger.end_step()
         state["wall_s"] += time.perf_counter() - t_eval
     memo = {"enabled": db is not None, "hits": db.hits if db else 0, "misses": db.misses if db else 0}
+    extra = {"memo": memo}
+    if (totals := world_model_totals(state["steps"])) is not None:
+        extra["world_model"] = totals
     return write_run(out, cfg, preset, steps=state["steps"], evals=state["evals"], pairs=state["pairs"],
                      ledger=ledger, eval_ledger=eval_ledger, snapshots=learner.wmrl.debiaser.snapshots,
-                     wall_s=state["wall_s"], extra={"memo": memo})
+                     wall_s=state["wall_s"], extra=extra)

@@ -26,7 +26,7 @@ import torch
 from wmrl.agent import grammar
 from wmrl.config import RunConfig
 from wmrl.step import WMRLStep
-from wmrl.trainer.rollout import Scorer, Trajectory, rollout
+from wmrl.trainer.rollout import Scorer, Trajectory, rollout, world_model_step
 from wmrl.world_model.exploit import in_region
 
 __all__ = ["GRPOLearner"]
@@ -48,7 +48,8 @@ class GRPOLearner:
         self._region = cfg.method.od_condition if cfg.method.od_condition != "none" else cfg.world_model.exploit
 
     def step(self, tasks: list, executed: np.ndarray | None, predicted: np.ndarray, scorer: Scorer, key: tuple) -> dict:
-        """Roll out one group per task (sampling key ``key``), then learn from it; returns the step's log.
+        """Roll out one group per task (sampling key ``key``), then learn from it; returns the step's log, the
+        world model's counts of the step among it (``wm_*``).
 
         ``executed`` is the routing's (None under active selection: the step object chooses the
         anchors from turn 1's predictions, :meth:`wmrl.step.WMRLStep.choose_anchors`).
@@ -56,8 +57,9 @@ class GRPOLearner:
         t = self.cfg.train
         groups = rollout(self.policy, tasks, executed, predicted, t.group_size, t.max_turns, scorer, key,
                          t.temperature, choose=self.wmrl.choose_anchors)
+        wm_row = world_model_step(scorer.world_model)  # before the update: a step of defaults is never learnt
         with scorer.ledger.time("update"):
-            return self._learn(groups, np.array([g[0].anchor for g in groups]))
+            return self._learn(groups, np.array([g[0].anchor for g in groups])) | wm_row
 
     def _learn(self, groups: list[list[Trajectory]], executed: np.ndarray) -> dict:
         cfg = self.cfg.train

@@ -35,7 +35,11 @@ from wmrl.ledger import ComputeLedger
 from wmrl.reward import ladder_reward, trajectory_reward
 from wmrl.sandbox import ExecutionResult
 
-__all__ = ["Scorer", "Trajectory", "Turn", "rollout", "row_uniforms"]
+__all__ = ["WM_STAT", "Scorer", "Trajectory", "Turn", "rollout", "row_uniforms", "world_model_step",
+           "world_model_totals"]
+
+#: Prefix of the world model's counts in a step's row (``wm_requests``, ``wm_defaulted_rate``, ...).
+WM_STAT = "wm_"
 
 
 @dataclass
@@ -120,6 +124,9 @@ class Scorer:
     def predict(self, items: list[tuple[object, str]]) -> list:
         """World-model predictions, billed to the ledger's ``world_model``.
 
+        The charge is this process's CPU time (prompting, parsing; all of an engine on this CPU) plus
+        the seconds the world model's engine worked elsewhere (its ``server_s``: a server's, a GPU's),
+        so that a world model behind a server is not billed the client's idle waiting alone.
         A world model that must know the real outcome (the oracle-derived instrument of
         :mod:`wmrl.world_model.oracle`, which reports ``oracle_costs``) is charged a world-model
         call per prediction (its ``charge_s``); the executions it needed are recorded apart from
@@ -130,8 +137,14 @@ class Scorer:
             return []
         truth_costs = getattr(self.world_model, "oracle_costs", None)
         if truth_costs is None:
-            with self.ledger.time("world_model", count=len(items)):
-                return self.world_model.predict_many(items)
+            before = getattr(self.world_model, "server_s", None)
+            t0, c0 = time.perf_counter(), time.process_time()
+            preds = self.world_model.predict_many(items)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            after = getattr(self.world_model, "server_s", None)
+            remote = after - before if before is not None and after is not None else 0.0
+            self.ledger.charge("world_model", wall, cpu + remote, count=len(items))
+            return preds
         t0 = time.perf_counter()
         preds = self.world_model.predict_many(items)
         truth = truth_costs()
@@ -139,6 +152,30 @@ class Scorer:
                            self.world_model.charge_s * len(items), count=len(items))
         self.ledger.charge("oracle", truth["actual_s"], truth["charged_s"], count=truth["count"])
         return preds
+
+
+def world_model_step(world_model) -> dict:
+    """The world model's counts of the step now ending, as ``wm_*`` entries of the step's row (requests,
+    parse failures, no replies, verdicts defaulted and their share); ``{}`` for one that counts nothing.
+
+    Raises what its ``step_stats`` raises: :class:`~wmrl.world_model.llm.DefaultedVerdictsError` when
+    more of the step's verdicts defaulted to pass than ``world_model.max_defaulted_share`` allows.
+    """
+    stats = getattr(world_model, "step_stats", None)
+    return {WM_STAT + k: v for k, v in stats().items()} if callable(stats) else {}
+
+
+def world_model_totals(steps: list[dict]) -> dict | None:
+    """The world model's ``wm_*`` counts summed over a run's step rows, with the run's rates recomputed from the
+    sums (rates are never summed); None when no step has any."""
+    from wmrl.world_model.llm import COUNTS, stat_rates
+
+    names = {k.removeprefix(WM_STAT) for row in steps for k in row if k.startswith(WM_STAT)
+             and (k.removeprefix(WM_STAT) in COUNTS or k.startswith(WM_STAT + "backend_"))}
+    if not names:
+        return None
+    counts = {k: int(sum(row.get(WM_STAT + k, 0) for row in steps)) for k in sorted(names)}
+    return counts | stat_rates(counts)
 
 
 def row_uniforms(key: tuple[int, ...], rows: list[tuple[int, int]], turn: int, slots: int) -> np.ndarray:

@@ -5,8 +5,10 @@ holistic prompt) for every solution that passes the deterministic :func:`~.base.
 batch per round so a serving engine can batch across solutions. Each reply is validated; a bad
 one gets one repair round; a reply that is still bad is a parse failure, and a request the backend
 could not get answered (a server down, stalled or refusing it) has no reply at all. Both are read
-as a pass - DEFAULT TO PASS, the same rule the prompt gives the model - and counted, never raised:
-a training run goes on and logs :meth:`LLMWorldModel.step_stats` each step. A ``fail`` below
+as a pass - DEFAULT TO PASS, the same rule the prompt gives the model - and counted, not raised: a
+training run logs :meth:`LLMWorldModel.step_stats` each step, and stops
+(:class:`DefaultedVerdictsError`) when more than ``max_defaulted_share`` of a step's checks were
+defaulted, since its rewards would then be the default's, not the model's. A ``fail`` below
 ``min_fail_confidence`` is read as a pass for the same reason. The verdicts are aggregated by
 :func:`~.base.aggregate` into a status and a ladder reward.
 """
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from wmrl.config import WorldModelConfig
 from wmrl.sandbox.runner import library_versions as sandbox_library_versions
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
 from wmrl.world_model.parse import ParsedReply, parse_reply, repair_messages
@@ -28,11 +31,15 @@ from wmrl.world_model.prompts import (
     system_prompt,
 )
 
-__all__ = ["COUNTS", "LLMWorldModel", "stat_rates"]
+__all__ = ["COUNTS", "DefaultedVerdictsError", "LLMWorldModel", "stat_rates"]
 
 MODES = ("decomposed", "holistic")
 #: What :meth:`LLMWorldModel.stats` counts (the backend's own counts follow as ``backend_*``).
 COUNTS = ("predictions", "gated", "requests", "repairs", "parse_failures", "no_reply", "defaulted", "demoted")
+
+
+class DefaultedVerdictsError(RuntimeError):
+    """Too many of a step's verdicts defaulted to pass: the world model did not really answer."""
 
 
 def stat_rates(counts: dict) -> dict[str, float]:
@@ -60,7 +67,8 @@ class LLMWorldModel:
 
     def __init__(self, backend, mode: str = "decomposed", temperature: float = 0.7, max_new_tokens: int = 160,
                  time_limit_s: float = 1200.0, warm_start: bool = False, library_versions: dict[str, str] | None = None,
-                 min_fail_confidence: float = 0.5, guided: bool = True, seed: int = 0, sandbox=None):
+                 min_fail_confidence: float = 0.5, guided: bool = True, seed: int = 0,
+                 max_defaulted_share: float = WorldModelConfig.max_defaulted_share, sandbox=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if not 0.0 <= min_fail_confidence <= 1.0:
@@ -72,6 +80,9 @@ class LLMWorldModel:
             self.time_limit_s, self.warm_start = float(sandbox.cpu_budget_s), bool(sandbox.warm_start)
         self.library_versions = sandbox_library_versions() if library_versions is None else dict(library_versions)
         self.min_fail_confidence, self.guided = float(min_fail_confidence), guided
+        if not 0.0 <= max_defaulted_share <= 1.0:
+            raise ValueError(f"max_defaulted_share must be in [0, 1], got {max_defaulted_share}")
+        self.max_defaulted_share = float(max_defaulted_share)
         self._counts: Counter[str] = Counter()
         self._step_mark: dict[str, float] = {}
         self.reseed(seed)
@@ -95,11 +106,33 @@ class LLMWorldModel:
         return counts | stat_rates(counts)
 
     def step_stats(self) -> dict[str, float]:
-        """The counts since the previous call (read and reset), with their rates: one row of a step's log."""
+        """The counts since the previous call (read and reset), with their rates: one row of a step's log.
+
+        Raises :class:`DefaultedVerdictsError` when the share of those checks defaulted to pass is
+        above ``max_defaulted_share``, saying how many had no reply and what the backend last said.
+        """
         now = {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
         delta = {k: v - self._step_mark.get(k, 0) for k, v in now.items()}
         self._step_mark = now
-        return delta | stat_rates(delta)
+        row = delta | stat_rates(delta)
+        if row["defaulted_rate"] > self.max_defaulted_share:
+            checks = delta["requests"] - delta["repairs"]
+            last = getattr(self.backend, "last_error", None)
+            raise DefaultedVerdictsError(
+                f"the world model's verdicts defaulted to pass for {delta['defaulted']} of {checks} checks of this "
+                f"step ({row['defaulted_rate']:.0%}, above world_model.max_defaulted_share="
+                f"{self.max_defaulted_share:g}): {delta['no_reply']} got no reply from the backend, "
+                f"{delta['parse_failures']} no usable reply" + (f"; the backend last said: {last}" if last else "")
+                + ". The run stops rather than train on defaults: fix the world model (is its server running?) and "
+                "rerun the same command to resume from the last checkpoint")
+        return row
+
+    @property
+    def server_s(self) -> float | None:
+        """Seconds the backend's engine worked outside this process's CPU (a server, a GPU); None if it does not
+        say (an engine on this CPU: its cost is this process's CPU time)."""
+        value = getattr(self.backend, "server_s", None)
+        return None if value is None else float(value)
 
     @property
     def parse_fail_rate(self) -> float:

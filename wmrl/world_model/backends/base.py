@@ -10,6 +10,10 @@ a misconfigured run into a run without a world model.
 
 ``json_schema`` is one JSON Schema for all conversations or one per conversation; ``seeds``, one
 per conversation, make sampling replayable (a resumed run asks the same).
+
+An engine whose work is done outside this process's CPU (a server, a GPU) keeps ``server_s``, the
+wall seconds its ``generate`` calls took: a run is charged those for the world model, not this
+process's CPU time, which would show only the waiting.
 """
 
 from __future__ import annotations

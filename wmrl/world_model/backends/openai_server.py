@@ -26,6 +26,11 @@ call ends within about ``(max_retries + 1) * timeout_s`` however many requests i
 HTTP 401, 403 and 404 are setup errors (:class:`~.base.BackendSetupError`), raised at once.
 Everything is counted in :meth:`OpenAICompatibleBackend.stats`, and every failure is logged with
 what the server said.
+
+**Cost.** ``server_s`` adds up the wall time of the ``generate`` calls: the time the server worked
+for this process, which the run is charged (the client's own CPU time is a rounding error of it).
+Per-request timings that some servers report would count concurrent requests twice, so they are
+not used.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 
+from wmrl.config import WorldModelConfig
 from wmrl.world_model.backends.base import BackendSetupError, per_conversation, per_request_seeds
 
 __all__ = ["STRUCTURED_OUTPUT_FORMS", "OpenAICompatibleBackend"]
@@ -101,7 +107,8 @@ class OpenAICompatibleBackend:
     """
 
     def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None,
-                 max_concurrency: int = 8, timeout_s: float = 120.0, max_retries: int = 3, backoff_s: float = 0.5,
+                 max_concurrency: int = WorldModelConfig.max_concurrency, timeout_s: float = WorldModelConfig.timeout_s,
+                 max_retries: int = WorldModelConfig.max_retries, backoff_s: float = 0.5,
                  max_backoff_s: float = 30.0, structured_output: str = "auto"):
         if structured_output != "auto" and structured_output not in STRUCTURED_OUTPUT_FORMS:
             raise ValueError(f"structured_output={structured_output!r} is not one of "
@@ -125,6 +132,8 @@ class OpenAICompatibleBackend:
         self._lock = threading.Lock()
         self._jitter = random.Random()  # private: never touches the caller's random state
         self.last_error: str | None = None
+        #: wall seconds of the ``generate`` calls so far: the server's time, which a run is charged for it
+        self.server_s = 0.0
 
     @property
     def structured_output(self) -> str:
@@ -141,6 +150,14 @@ class OpenAICompatibleBackend:
 
     def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None,
                  seeds=None) -> list[str | None]:
+        t0 = time.perf_counter()
+        try:
+            return self._generate(conversations, max_new_tokens, temperature, json_schema, seeds)
+        finally:  # the server worked for this call while it lasted (its own timings overlap under batching)
+            with self._lock:
+                self.server_s += time.perf_counter() - t0
+
+    def _generate(self, conversations, max_new_tokens, temperature, json_schema, seeds) -> list[str | None]:
         n = len(conversations)
         jobs = [(list(c), int(max_new_tokens), float(temperature), schema, seed) for c, schema, seed
                 in zip(conversations, per_conversation(json_schema, n), per_request_seeds(seeds, n))]
