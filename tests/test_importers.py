@@ -204,8 +204,13 @@ def test_dsbench_refuses_rows_out_of_order_instead_of_misgrading_them(fixtures, 
 def test_a_grader_whose_code_cannot_load_raises_instead_of_grading(fixtures, tmp_path):
     task = import_layout(fixtures, "mledojo", tmp_path / "pool")["spooky-author-identification"]
     Path(task.scoring.code).write_text("import a_module_this_python_lacks\n")
-    with pytest.raises(GradingError, match="failed to load: ModuleNotFoundError"):
+    with pytest.raises(GradingError, match="failed to load: ModuleNotFoundError") as failure:
         grade(task, task.sample_submission_path)
+    assert "Install the package that provides the module 'a_module_this_python_lacks'" in str(failure.value)
+    Path(task.scoring.code).write_text("from math import a_name_math_lacks\n")  # a package at the wrong version
+    with pytest.raises(GradingError, match="cannot import name 'a_name_math_lacks'") as failure:
+        grade(task, task.sample_submission_path)
+    assert "at the versions it needs" in str(failure.value) and "Install the package" not in str(failure.value)
 
 
 def test_a_grader_running_past_its_limits_is_stopped_and_blames_the_submission(fixtures, tmp_path):

@@ -3,7 +3,7 @@
 Run as ``python -I -B _competition_runner.py SPEC_JSON`` in a fresh working folder; it writes
 ``result.json`` there: ``{"phase": "load" | "score", "ok": bool, "score": float | None,
 "higher_is_better": bool | None, "error": str, "missing_module": str | None}``, the last naming the
-module an ImportError could not find (so that the parent can say what to install). Before entering the score phase it writes a file
+module a ModuleNotFoundError could not find (so that the parent can say what to install). Before entering the score phase it writes a file
 ``phase`` so that the parent can tell, when the process is killed by a limit, whose fault it was.
 
 Standalone on purpose: it imports nothing from wmrl (the parent may be anywhere), it limits itself
@@ -43,7 +43,7 @@ def _error(exc: BaseException) -> str:
 
 
 def _failure(phase: str, exc: BaseException) -> dict:
-    missing = exc.name if isinstance(exc, ImportError) else None
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None  # not "cannot import name": a version
     return {"phase": phase, "ok": False, "score": None, "error": _error(exc), "missing_module": missing}
 
 

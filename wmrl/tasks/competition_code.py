@@ -72,7 +72,8 @@ def _environment(work: str) -> dict[str, str]:
 def install_hint(grader: str, module: str | None) -> str:
     """What to install so that ``grader``'s code finds ``module`` (the name an ImportError gave)."""
     if not module:
-        return "Check that this Python has the packages it imports and that the files it reads exist."
+        return ("Check that this Python has the packages it imports, at the versions it needs, and that the files it "
+                "reads exist.")
     top = module.split(".")[0]
     benchmark, modules = EXTRA_MODULES.get(grader, (grader, ()))
     if top in modules:
