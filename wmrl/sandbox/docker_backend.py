@@ -5,9 +5,11 @@ traceback parsing then behave identically on every backend, and Docker only adds
 (no network, read-only root, tmpfs work folder, memory/CPU/pids cgroup limits, every capability
 dropped but the five the supervisor needs to hand the work folder over, read the submission
 back, drop to the solution's uid and kill its leftovers; the solution itself runs with none).
-Images: ``sandbox/Dockerfile`` (own Python), ``sandbox/Dockerfile.cuda`` (own Python and CUDA
-torch, for GPU slots) or ``sandbox/build_offline.sh`` (label ``wmrl.python=host``: this machine's
-interpreter and venv are mounted read-only).
+Images: ``wmrl-sandbox:offline`` (the default; ``sandbox/build_offline.sh``, for machines without
+a registry: label ``wmrl.python=host``, this machine's interpreter and venv are mounted read-only),
+``sandbox/Dockerfile`` (own Python; CPU machines that reach a registry) and ``sandbox/Dockerfile.cuda``
+(own Python, CUDA torch, torchvision, LightGBM, XGBoost; GPU nodes that reach one, the llm-paper
+preset's ``wmrl-sandbox:cuda``).
 
 Limits come from the sandbox's ``Limits``: memory (plus 256 MB for the supervisor), CPU rate
 (``nano_cpus``), processes (``pids_limit``), GPUs (``device_requests`` by id: the execution's share
