@@ -398,13 +398,17 @@ def test_a_metric_whose_direction_when_it_runs_contradicts_its_source_is_refused
     assert "higher_is_better is True when it runs but False" in refused["spooky-author-identification"]
 
 
-def test_a_sample_its_own_code_rejects_is_recorded_and_the_competition_still_imported(fixtures, tmp_path):
+def test_a_sample_its_own_code_rejects_is_recorded_and_the_competition_still_imported(fixtures, tmp_path, capsys):
     """DSBench's sample rows need not be the re-split test rows: the grader loads, the sample is merely invalid."""
     sample = fixtures / "DSBench/data_modeling/data/data_resplit/spaceship-titanic/sample_submission.csv"
     sample.write_text("".join(sample.read_text().splitlines(keepends=True)[:3]))
-    pool = import_layout(fixtures, "dsbench", tmp_path / "pool")
+    _import_cli(fixtures, "dsbench", tmp_path / "pool")
+    pool = get_pool(tmp_path / "pool")
     rec = next(r for r in pool.manifest["tasks"] if r["name"] == "spaceship-titanic")
     assert not pool.manifest["refused"] and rec["sample_submission"]["status"] == "invalid_submission", rec
+    captured = capsys.readouterr()
+    assert "invalid (its code rejects it)" in captured.out
+    assert "note spaceship-titanic: its own grading code loads but rejects its sample submission" in captured.err
 
 
 # ---------------------------------------------------------------- running solutions on an imported pool

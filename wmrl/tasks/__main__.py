@@ -88,6 +88,10 @@ def main(argv: list[str] | None = None) -> None:
           f"({m['layout']}) into {pool.root}\n{table.to_string(index=False)}")
     for r in m["refused"]:
         print(f"refused {r['name']}: {r['reason']}", file=sys.stderr)
+    for r in m["tasks"]:
+        if (r.get("sample_submission") or {}).get("status") == "invalid_submission":
+            print(f"note {r['name']}: its own grading code loads but rejects its sample submission (its answers may "
+                  f"not match the code): {r['sample_submission']['reason'][:300]}", file=sys.stderr)
     print(f"train on it: run_arm(arm, preset, pool=wmrl.tasks.get_pool({str(pool.root)!r}))")
 
 
