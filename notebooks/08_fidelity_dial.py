@@ -189,8 +189,8 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 # reads the outcome of its own execution of a script (the shared memo's), the anchor pair's real
 # reward is the run's execution of it, and two executions of one script are not always the same
 # on a loaded machine: a script whose CPU time is near the budget can run ok once and time out the
-# next (issue 11's jitter; `python -m wmrl.experiments.memo_agreement` measures it on the memos
-# a campaign leaves behind). The check allows at most 5% of pairs to differ: an instrument whose
+# next (CPU time's own jitter; `python -m bench.memo_agreement` measures it on the memos a
+# campaign leaves behind). The check allows at most 5% of pairs to differ: an instrument whose
 # noise leaked into $\sigma = 0$ would make nearly all of them differ.
 
 # %%
@@ -305,25 +305,28 @@ print(cross.to_string())
 # ## 4. Figure: held-out score against world-model fidelity
 #
 # Left: held-out Avg of each arm against the measured within-group Spearman of its level (mean
-# with 95% intervals over seeds on both axes; faint dots: seeds), the reference arms as horizontal
-# bands (mean and 95% interval over seeds), WMRL's break-even against GRPO (vertical line, its
-# interval shaded), and the real world models: the program-analysis model at each profile at its
-# runs' anchor-pair Spearman (vertical dotted lines, its runs' held-out Avg as stars), the fixed-set
-# values of notebook 05 (grey ticks at the top: another footing). Middle: WMRL − GRPO paired by
+# with 95% intervals over seeds on both axes; faint dots: seeds), the reference arms as dashed
+# lines (their means; their 95% intervals over seeds as bars at the left edge), WMRL's break-even
+# against GRPO (vertical line; its interval as the bar along the bottom), and the real world
+# models: the program-analysis model at each profile at its runs' anchor-pair Spearman (vertical
+# dotted lines, its runs' held-out Avg as stars), the fixed-set values of notebook 05 (numbered
+# grey ticks at the top, named in the legend: another footing). Middle: WMRL − GRPO paired by
 # seed at each level, the construction of the break-even. Right: the dial itself, measured Spearman
 # against the noise $\sigma$ per arm.
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(20, 5.6), gridspec_kw={"width_ratios": [1.5, 1, 1]})
+fig, axes = plt.subplots(1, 3, figsize=(20, 6.6), gridspec_kw={"width_ratios": [1.5, 1, 1]})
 ax = axes[0]
 handles = []
-for band in BANDS:
+x_ref = min(-0.25, np.nanmin(dial.x) - 0.15)  # the reference arms' intervals: at the left edge, left of the data
+for k, band in enumerate(BANDS):
     m, lo, hi = stats.mean_ci(runs[runs.arm == band].avg * 100)
     c = plots.arm_color(band)
     ax.axhline(m, color=c, ls="--", lw=1.2)
     if not np.isnan(lo):
-        ax.axhspan(lo, hi, color=c, alpha=0.12, lw=0)
-    handles.append(Patch(facecolor=c, alpha=0.3, edgecolor=c, ls="--", label=f"{band} (default runs, {plots.CI_LABEL})"))
+        ax.errorbar([x_ref + 0.03 * k], [m], yerr=[[m - lo], [hi - m]], fmt="s", color=c, capsize=4, ms=5, lw=2)
+    handles.append(Line2D([], [], color=c, ls="--", marker="s", ms=5,
+                          label=f"{band}, default runs (bar at the left: 95% CI)"))
 for arm in DIAL_ARMS:
     d, c = dial[dial.arm == arm], plots.arm_color(arm)
     pts = []
@@ -332,21 +335,25 @@ for arm in DIAL_ARMS:
         mx, xlo, xhi = ci(g.x)
         pts.append((mx, my))
         ax.errorbar([mx], [my], xerr=None if np.isnan(xlo) else [[mx - xlo], [xhi - mx]],
-                    yerr=None if np.isnan(ylo) else [[my - ylo], [yhi - my]], fmt="o", color=c, capsize=3, ms=6)
+                    yerr=None if np.isnan(ylo) else [[my - ylo], [yhi - my]], fmt="o", color=c, capsize=3, ms=6,
+                    alpha=0.85)
         ax.plot(g.x, g.avg, ".", color=c, alpha=0.35)
     pts.sort()
     ax.plot(*zip(*pts), "-", color=c, lw=1.5)
-    handles.append(Line2D([], [], color=c, marker="o", label=f"{arm} (oracle-derived world model)"))
+    handles.append(Line2D([], [], color=c, marker="o", label=f"{arm}, oracle-derived world model"))
 if ("wmrl", "grpo") in be:
     b = be[("wmrl", "grpo")]
     lo_x, hi_x = (max(v, b.x_min) if v == -np.inf else min(v, b.x_max) if v == np.inf else v for v in (b.lo, b.hi))
     if np.isfinite(b.x):
         ax.axvline(b.x, color=plots.arm_color("wmrl"), lw=1.5, alpha=0.8)
-    if not np.isnan(lo_x):
-        ax.axvspan(lo_x, hi_x, color=plots.arm_color("wmrl"), alpha=0.08, lw=0)
-    handles.append(Patch(facecolor=plots.arm_color("wmrl"), alpha=0.2,
-                         label=f"wmrl = grpo at Spearman {b.text()} (95%)"))
+    if not np.isnan(lo_x):  # its interval as a bar along the bottom edge, not a shaded span over the data
+        ax.hlines(0.03, lo_x, hi_x, color=plots.arm_color("wmrl"), lw=3, transform=ax.get_xaxis_transform())
+        ax.plot([lo_x, hi_x], [0.03, 0.03], "|", ms=12, mew=2, color=plots.arm_color("wmrl"),
+                transform=ax.get_xaxis_transform())
+    handles.append(Line2D([], [], color=plots.arm_color("wmrl"), marker="|", ms=10, lw=1.5,
+                          label=f"wmrl = grpo at Spearman {b.text()} (bar: 95% CI)"))
 styles = iter([":", "-."])
+ticks = 0
 for name, r in marks.iterrows():
     if r.labels:
         ls = next(styles, ":")
@@ -356,14 +363,18 @@ for name, r in marks.iterrows():
                 mfc=plots.arm_color(r.labels[0]))
         handles.append(Line2D([], [], color="k", ls=ls, marker="*", ms=9,
                               label=f"{name}: {r.spearman:.2f} ({', '.join(r.labels)}: stars)"))
-    elif np.isfinite(r.spearman):
+    elif np.isfinite(r.spearman):  # a numbered tick at the top; its name goes to the legend
+        ticks += 1
         ax.plot([r.spearman], [1.0], "v", color="0.4", ms=8, transform=ax.get_xaxis_transform(), clip_on=False)
-        ax.annotate(name.replace(", ", "\n"), (r.spearman, 1.0), xycoords=("data", "axes fraction"), fontsize=6,
-                    xytext=(0, -18), textcoords="offset points", ha="center", va="top", color="0.3")
-handles.append(Line2D([], [], ls="", marker="v", color="0.4", label="fixed set of notebook 05 (another footing)"))
+        ax.annotate(str(ticks), (r.spearman, 1.0), xycoords=("data", "axes fraction"), fontsize=8,
+                    xytext=(0, 7), textcoords="offset points", ha="center", va="bottom", color="0.3")
+        handles.append(Line2D([], [], ls="", marker="v", color="0.4",
+                              label=f"{ticks}: {name} (notebook 05)"))
+ax.set_xlim(x_ref - 0.06, None)
 ax.set(xlabel="world-model fidelity: within-group Spearman on the anchor pairs (measured)",
-       ylabel="held-out Avg (percentile points)", title="Held-out score against world-model fidelity")
-ax.legend(handles=handles, fontsize=7, loc="lower right")
+       ylabel="held-out Avg (percentile points)")
+ax.set_title("Held-out score against world-model fidelity", pad=20)
+left_handles = handles  # its legend goes below the panels, after the layout (end of the cell)
 
 ax = axes[1]
 if "wmrl" in ARMS_HERE and "grpo" in BANDS:
@@ -394,7 +405,9 @@ ax.set(xlabel="oracle noise sigma (world_model.oracle_noise)", ylabel="within-gr
        title="The dial: measured fidelity against the noise")
 handles, _ = ax.get_legend_handles_labels()
 ax.legend(handles=handles + [Patch(color="0.5", alpha=0.15, label=plots.CI_LABEL)], fontsize=8)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.15, 1, 1))  # room below for the left panel's legend, added after the layout
+axes[0].legend(handles=left_handles, fontsize=8.5, loc="upper left", bbox_to_anchor=(-0.05, -0.14), ncol=4,
+               frameon=False)
 nb.save_figure(fig, "08_fidelity_dial", cfg, f"Held-out Avg of {' / '.join(DIAL_ARMS)} trained with an oracle-derived "
                "world model of controlled fidelity, against the fidelity each level achieved (within-group Spearman on the "
                "anchor pairs), with grpo and anchor_only as bands (95% CI over seeds), WMRL's break-even against GRPO, "
