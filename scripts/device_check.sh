@@ -3,10 +3,15 @@
 #   here:   make device-kit                 wheels for that machine's Python 3.12 and a tiny model, in .device/
 #   there:  bash scripts/device_check.sh    (the device tool's run: carry [".device"], timeout_s 540)
 # It reports, in $OUT/log.txt: the GPU, torch and the libraries; the `gpu`-marked tests (their skips say what
-# each lacks); and the LLM agent's wmrl arm at llm-smoke on CUDA (generation and TRL's update on the GPU, the
+# each lacks); the LLM agent's wmrl arm at llm-smoke on CUDA (generation and TRL's update on the GPU, the
 # in-process constrained-decoding world model, the sandbox, Online Debiasing, IVD), with the tiny random model
-# on the fixture competitions imported as a pool. That machine can fetch no weights and vLLM's wheel is larger
-# than a call can carry, so the paper's vLLM + Qwen path is not part of it; its tests skip, saying why.
+# on the fixture competitions imported as a pool; and the same arm as two processes under `accelerate launch`
+# sharing the one GPU, the tiny model speaking Qwen3's chat template (TRL's bundled qwen3.jinja: SmolLM2's
+# tokenizer has the same <|im_start|>/<|im_end|> tokens), with the Docker-less (local) sandbox: one run
+# folder written once, a step routing the preset's groups over both processes. Sized to end within 8
+# minutes (each stage has its own time limit), so it can be rerun inside a 15-minute lease. That machine can
+# fetch no weights and vLLM's wheel is larger than a call can carry, so the paper's vLLM + Qwen path is not
+# part of it; its tests skip, saying why.
 set -uo pipefail
 OUT=${OUT:-/tmp/wmrl-device-check}
 mkdir -p "$OUT"
@@ -28,21 +33,53 @@ print("transformers", transformers.__version__, "| trl", trl.__version__, "| acc
 PY
 
 step "the gpu-marked tests"
-python3 -m pytest -o addopts="" -p no:cacheprovider -m gpu -rs -q tests/test_llm_trainer.py tests/test_world_model_llm.py \
+timeout 100 python3 -m pytest -o addopts="" -p no:cacheprovider -m gpu -rs -q tests/test_llm_trainer.py tests/test_world_model_llm.py \
     tests/test_sandbox_docker.py
 
 step "the LLM agent's wmrl arm at llm-smoke, on CUDA, with the tiny model"
 python3 -m wmrl.tasks import --layout dsbench tests/fixtures/competitions/DSBench/data_modeling --out /tmp/wmrl-pool \
     --train 1 --heldout 1 || exit 1
 start=$(date +%s)
-python3 -m wmrl.experiments run --agent llm --arm wmrl --preset llm-smoke --out /tmp/wmrl-run \
+timeout 120 python3 -m wmrl.experiments run --agent llm --arm wmrl --preset llm-smoke --out /tmp/wmrl-run \
     --set paths.pool=/tmp/wmrl-pool --set "agent.model=$PWD/.device/tiny"
 status=$?
 echo "exit status $status after $(( $(date +%s) - start )) s"
-cp /tmp/wmrl-run/summary.json "$OUT/summary.json" 2>/dev/null && python3 - <<'PY'
-import json
-s = json.load(open("/tmp/wmrl-run/summary.json"))
-print("held-out Avg", s["heldout"]["avg"], "| wall", round(s["wall_s"], 1), "s")
+report() {  # the run folder's headline: one summary, its steps, the world model's record
+    python3 - "$1" <<'PY'
+import json, pathlib, sys
+import pandas as pd
+out = pathlib.Path(sys.argv[1])
+s = json.loads((out / "summary.json").read_text())
+print("held-out Avg", s["heldout"]["avg"], "| wall", round(s["wall_s"], 1), "s | world model", s.get("world_model"))
 print({k: round(v["actual_s"], 2) for k, v in s["compute"].items()})
+steps = pd.read_parquet(out / "steps.parquet")
+print("steps", list(steps.step), "| provenance:", {k: v for k, v in s["provenance"].items() if "process" in k})
 PY
-exit $status
+}
+cp /tmp/wmrl-run/summary.json "$OUT/summary.json" 2>/dev/null && report /tmp/wmrl-run
+
+step "two processes on the one GPU: accelerate launch, Qwen3's chat template, the local sandbox"
+python3 - <<'PY' || exit 1
+import pathlib, shutil
+import trl
+from transformers import AutoTokenizer
+dest = pathlib.Path("/tmp/tiny-qwen")
+shutil.rmtree(dest, ignore_errors=True)
+shutil.copytree(".device/tiny", dest)
+tokenizer = AutoTokenizer.from_pretrained(dest)
+tokenizer.chat_template = (pathlib.Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
+tokenizer.save_pretrained(dest)
+print("tiny model with Qwen3's template at", dest)
+PY
+start=$(date +%s)
+timeout 180 python3 -m accelerate.commands.launch --multi_gpu --num_processes 2 --num_machines 1 \
+    --mixed_precision no --dynamo_backend no -m wmrl.experiments run --agent llm --arm wmrl --preset llm-smoke \
+    --out /tmp/wmrl-run2 --set paths.pool=/tmp/wmrl-pool --set agent.model=/tmp/tiny-qwen \
+    --set sandbox.backend=local 2>&1 | tee /tmp/wmrl-run2.log
+status2=${PIPESTATUS[0]}
+echo "exit status $status2 after $(( $(date +%s) - start )) s"
+grep -q "Duplicate GPU" /tmp/wmrl-run2.log && echo "NCCL refuses two ranks on one GPU: the process group needs" \
+    "backend='gloo' when LOCAL_WORLD_SIZE exceeds torch.cuda.device_count() (wmrl/trainer/llm/train.py)"
+cp /tmp/wmrl-run2/summary.json "$OUT/summary-2proc.json" 2>/dev/null && report /tmp/wmrl-run2
+[ "$status" -eq 0 ] && exit "$status2"
+exit "$status"
