@@ -39,7 +39,7 @@ def test_a_containers_cpu_time_is_read_from_its_own_cgroup_less_the_supervisor(t
 @pytest.mark.docker
 def test_a_container_runs_its_solution_below_its_supervisor(toy, tmp_path):
     """The supervisor shares the container's CPU quota with the solution: at equal priority a fork bomb can starve
-    it (a CI run charged 7.6 CPU s against a 1.5 s budget). The solution runs at nice SOLUTION_NICE instead; the
+    it, and the solution then runs several times past its budget. The solution runs at nice SOLUTION_NICE instead; the
     hostile-program suite checks the fork bomb's budget on every backend."""
     from wmrl.sandbox.docker_backend import SOLUTION_NICE
 

@@ -130,8 +130,8 @@ def test_without_a_cpu_cgroup_the_budget_still_counts_the_forked_tree(toy, runs_
 
 
 def test_six_valid_scripts_at_once_on_a_busy_machine_all_run_ok(toy, runs_dir):
-    """The issue's case: six copies of a 0.8-CPU-second script at once on 2 cores with a 2 s budget
-    (2 of 6 timed out under the wall-clock budget). CPU seconds do not grow with the queue."""
+    """Six copies of a 0.8-CPU-second script at once on 2 cores with a 2 s budget: a wall-clock budget would
+    time some of them out; CPU seconds do not grow with the queue."""
     sandbox = Sandbox("local", timeout_s=2.0, grader=toy_grade, base_dir=runs_dir, warm=False)
     results = sandbox.run_many([(toy, cpu_burner(0.8) + WRITE_SUBMISSION)] * 6, max_workers=6)
     assert [r.status for r in results] == ["ok"] * 6, [r.reason for r in results]

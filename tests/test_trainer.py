@@ -78,12 +78,12 @@ def test_an_oracle_run_is_charged_as_a_world_model_and_records_its_truth_apart(p
 
 
 # The runs that compare outcomes across executions keep a budget far from every script's CPU time (the smoke
-# preset's 2 s is the small one's, where scripts sit within CPU-time jitter of it: issue 11), so that what they
+# preset's 2 s is the small one's, where scripts sit within CPU-time jitter of it), so that what they
 # test is contention, or resuming, and not the jitter at the threshold.
 FAR_BUDGET = {"sandbox.timeout_s": 5.0}
 # Their seeds: grpo at seed 2 meets every outcome the sandbox gives (ok, runtime error, invalid and missing
-# submission, timeout, out of memory) in 31 s; seed 6, used before, took 39 s for fewer kinds (no out of memory).
-# The kill-and-resume test at wmrl's seed 3 took 33 s alone, at seed 1 58 s (fewer held-out scripts time out).
+# submission, timeout, out of memory) in about half a minute; the kill-and-resume test uses wmrl's seed 3, at
+# which few held-out scripts time out, so it is quick too.
 
 
 @pytest.fixture(scope="module")

@@ -44,9 +44,9 @@ LABEL = "wmrl.sandbox.run"  # on every run's container (value: its run folder), 
 # Paths inside the container, under one folder so that they never shadow a mounted host path.
 _IN = {"work": "/wmrl/work", "data": "/wmrl/data", "meta": "/wmrl/meta", "runtime": "/wmrl/run_solution.py"}
 # The solution's niceness inside its container. The supervisor shares the container's CPU quota
-# (``nano_cpus``) with it; at equal weight a fork bomb's hundred processes starved the supervisor
-# of the CPU it needs to notice the budget and kill them (a CI run: 7.6 CPU s used of a 1.5 s
-# budget). At nice 19 each solution process weighs 1/68 of the supervisor in the scheduler, so the
+# (``nano_cpus``) with it; at equal weight a fork bomb's hundred processes can starve the supervisor
+# of the CPU it needs to notice the budget and kill them, and the solution then runs several times
+# past its budget. At nice 19 each solution process weighs 1/68 of the supervisor in the scheduler, so the
 # budget is enforced on time; the CPU seconds a solution may use are unchanged.
 SOLUTION_NICE = 19
 # The container's own CPU account as seen from inside: cgroup v2 (private cgroup namespace), else v1.
@@ -65,9 +65,8 @@ class CpuWatchdog:
     """The host's second guard on a container's CPU budget, outside the container's limits.
 
     Why: the supervisor that enforces the budget runs inside the container and shares its CPU
-    quota with the solution. In two CI runs a fork bomb ran on to 7.6 and 4.3 CPU s of a 1.5 s
-    budget before the supervisor stopped it (never reproduced here, idle or under load). This
-    thread reads the container's CPU account from this machine's side of its cgroup every
+    quota with the solution, so a fork bomb can run well past its budget before the supervisor gets
+    the CPU to stop it, whatever the solution's niceness. This thread reads the container's CPU account from this machine's side of its cgroup every
     ``interval`` seconds, less the supervisor's own CPU time as the supervisor does (it can be
     large: reading gigabytes of output), and kills the container once that passes ``limit_s``; the
     run then ends as a CPU timeout charged with that reading (``fired_at``), its output lost with

@@ -60,9 +60,8 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "N
 
 def default_wall_timeout(cpu_s: float) -> float:
     """The wall-clock backstop of a ``cpu_s`` CPU-second budget: generous, so that only a program
-    that sleeps or blocks meets it. Measured on a shared 2-core machine (load average ~9, the run
-    at nice 10): a CPU-bound script got a third of a core, so a 3x backstop fired before the CPU
-    budget (20 CPU s: 19.3 CPU s used at 60 s); 5x leaves room."""
+    that sleeps or blocks meets it. On a heavily shared machine a CPU-bound script may get a third
+    of a core or less, so a 3x backstop can fire before the CPU budget is used; 5x leaves room."""
     return max(5.0 * cpu_s, cpu_s + 10.0)
 
 

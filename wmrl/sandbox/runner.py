@@ -198,8 +198,8 @@ def check_interpreter_seen(results: list[ExecutionResult], at_least: int = 2) ->
 
     The local backend's solutions run on the host's interpreter, so a module the host finds and every
     solution misses is the sandbox's fault, not the agents'. Left unnoticed it turns every reward into
-    the failure rung and every held-out score into 0 with no word of why (a linked venv did exactly
-    that for a whole campaign; see ``view.interpreter_folders``). A single such failure is left alone:
+    the failure rung and every held-out score into 0 with no word of why (a venv reached through a link
+    can do exactly that; see ``view.interpreter_folders``). A single such failure is left alone:
     a solution may hide a module from itself (``sys.path.clear()``), but not every solution of a batch.
     """
     missing = [m.group(1) for r in results if r.status == "runtime_error" and (m := _MISSING.search(r.reason))]
