@@ -59,7 +59,7 @@ from wmrl.experiments import notebook as nb
 cfg = nb.check_params(globals(), notebook=ABL_NAME, keys=["ABL_BASE_ARM", "ABL_OVERRIDES", "ABL_SWEEP", "ABL_TAG"],
                       results_subdir=f"train/{PRESET}", choices={"ABL_BASE_ARM": ARMS})
 try:  # a wrong field or value fails here, naming what to pass
-    VARIANTS = ablation.plan(ABL_TAG, ABL_BASE_ARM, ABL_OVERRIDES, ABL_SWEEP, presets=[cfg.preset])
+    VARIANTS = ablation.plan(ABL_TAG, ABL_BASE_ARM, ABL_OVERRIDES, ABL_SWEEP, presets=[cfg.preset], campaign="beyond")
 except ConfigError as e:
     raise nb.ParameterError(f"ABL_OVERRIDES/ABL_SWEEP: {e}") from None
 BASE = ABL_BASE_ARM

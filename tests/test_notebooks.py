@@ -81,6 +81,22 @@ def test_none_parameters_are_filled_from_the_preset_and_explicit_ones_win(tmp_pa
     assert cfg.seeds == smoke["SEEDS"] and cfg["THEORY_K"] == smoke["THEORY_K"] and cfg["THEORY_STEPS"] == 7
 
 
+def test_another_preset_at_the_default_folders_writes_its_own_and_never_the_committed_ones(tmp_path, monkeypatch):
+    """`papermill -p PRESET smoke` leaves RESULTS_DIR and FIGURES_DIR at ../results and ../figures (run from
+    notebooks/): the smoke run goes to results/runs/smoke/; the replayed preset and explicit folders are kept."""
+    from wmrl.provenance import REPO
+
+    monkeypatch.chdir(REPO / "notebooks")
+    ns = {"MODE": "train", "SEEDS": [0], "RESULTS_DIR": "../results", "FIGURES_DIR": "../figures"}
+    smoke = nb.check_params({**ns, "PRESET": "smoke"}, notebook="t")
+    assert (smoke.results_dir, smoke.figures_dir) == nb.variant_folders("smoke")
+    assert smoke.results_dir == REPO / "results" / "runs" / "smoke" / "results"
+    small = nb.check_params({**ns, "PRESET": nb.REPLAY_PRESET}, notebook="t")
+    assert (small.results_dir, small.figures_dir) == (REPO / "results", REPO / "figures")
+    mine = nb.check_params({**ns, "PRESET": "smoke", "RESULTS_DIR": str(tmp_path)}, notebook="t")
+    assert mine.results_dir == tmp_path and mine.figures_dir == nb.variant_folders("smoke")[1]
+
+
 def test_a_key_missing_from_the_preset_says_how_to_pass_it(tmp_path):
     ns = {"MODE": "train", "PRESET": "smoke", "SEEDS": [0], "RESULTS_DIR": str(tmp_path), "FIGURES_DIR": str(tmp_path),
           "NOT_A_KEY": None}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wmrl import reproduce
+from wmrl import campaigns, reproduce
 
 
 @pytest.fixture
@@ -83,65 +83,120 @@ def test_a_campaign_and_a_list_of_notebooks_are_refused_together(calls, capsys):
     assert "not allowed with" in capsys.readouterr().err and calls == []
 
 
-def test_the_makefiles_tags_give_each_campaign_its_own_runs():
-    """`make reproduce` deletes the default runs and the run folders PAPER_TAGS matches, `make reproduce-dial`
-    those DIAL_TAGS matches, `make reproduce-beyond` every other tagged folder: PAPER_TAGS must match notebook
-    11's tags and none of notebooks 08-10's, DIAL_TAGS notebook 08's and none of the others'."""
-    import fnmatch
-    import re
-
+def _labels(preset: str = "small") -> dict[str, list[str]]:
+    """Every run folder the notebooks train at ``preset``, by the campaign that owns it: the default runs and
+    notebook 11's tags (paper), notebook 08's (dial), notebooks 09-10's and an ablation's (beyond)."""
+    from wmrl.arms import ARMS
     from wmrl.experiments import anchor_budget, regime
     from wmrl.experiments.exploit_stress import stress_tag
     from wmrl.experiments.fidelity_dial import oracle_tag, profile_tag
     from wmrl.presets import notebook_params
 
-    lines = (reproduce.REPO / "Makefile").read_text().splitlines()
-    paper_patterns, dial_patterns = (re.findall(r"-name '([^']+)'", next(x for x in lines if x.startswith(f"{v} :=")))
-                                     for v in ("PAPER_TAGS", "DIAL_TAGS"))
-    p = notebook_params("small")
-    v = regime.variants("small", p["REGIME_FIRST_FITS"], p["REGIME_IVD_WARMUP"])
-    paper = [f"{arm}~{x.tag}" for x in (v.std, *v.first_fits, v.ivd_warmup) for arm in regime.TABLE3]
+    p = notebook_params(preset)
+    v = regime.variants(preset, p["REGIME_FIRST_FITS"], p["REGIME_IVD_WARMUP"])
+    paper = list(ARMS) + [f"{arm}~{x.tag}" for x in (v.std, *v.first_fits, v.ivd_warmup) for arm in regime.TABLE3]
     dial = [f"{a}~{oracle_tag(s)}" for s in p["FIDELITY_LEVELS"] for a in (*p["FIDELITY_ARMS"], *p["FIDELITY_END_ARMS"])]
     dial += [f"wmrl~{profile_tag('pessimistic')}"]
-    plan = anchor_budget.budget_plan("small", p["BUDGET_ARMS"], p["BUDGET_SHARES"], p["BUDGET_ACTIVE_SHARES"])
+    plan = anchor_budget.budget_plan(preset, p["BUDGET_ARMS"], p["BUDGET_SHARES"], p["BUDGET_ACTIVE_SHARES"])
     beyond = [r.label for r in plan if r.tag]
     beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'])}" for a in p["STRESS_ARMS"]]
     beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'], fix=True)}" for a in p["STRESS_FIXES"]]
-
-    def matched(labels, patterns):
-        return [label for label in labels if any(fnmatch.fnmatch(label, pat) for pat in patterns)]
-
-    assert matched(paper, paper_patterns) == paper and not matched(dial + beyond, paper_patterns), paper_patterns
-    assert matched(dial, dial_patterns) == dial and not matched(paper + beyond, dial_patterns), dial_patterns
+    beyond += ["wmrl~scale_only", "wmrl~anchors-0.25"]  # ablations made by new-ablation
+    return {"paper": sorted(set(paper)), "dial": sorted(set(dial)), "beyond": sorted(set(beyond))}
 
 
-def test_the_beyond_campaign_retrains_notebook_12s_runs_by_their_seeds_and_no_other_seed():
-    """Notebook 12's runs sit in the paper campaign's folders at the preset's CONFIRM_SEEDS: `make reproduce-beyond`
-    removes exactly those seeds (so it retrains them) and none of the seeds the other notebooks read."""
-    import re
-
+@pytest.fixture
+def results(tmp_path):
+    """A results/ tree holding every campaign's run folders at every seed the small preset names, and the
+    other folders the paper and llm campaigns rebuild."""
     from wmrl.presets import notebook_params
 
-    out = _dry_run("reproduce-beyond")
-    removed = {int(s) for s in re.findall(r"results/train/small/\*/seed(\d+)", out)}
     p = notebook_params("small")
-    assert removed == set(p["CONFIRM_SEEDS"]) and not removed & set(p["SEEDS"])
+    for label in (label for labels in _labels().values() for label in labels):
+        for s in (*p["SEEDS"], *p["CONFIRM_SEEDS"], 9):  # seed 9: no campaign's (left over, kept)
+            (tmp_path / "train" / "small" / label / f"seed{s}").mkdir(parents=True)
+    for folder in ("fidelity/small", "vla/small", "vla/.work", "runs/small-seeds0", "train/llm-small/grpo"):
+        (tmp_path / folder).mkdir(parents=True)
+    return tmp_path
 
 
-def test_the_paper_campaign_removes_only_its_own_seeds_of_the_folders_it_retrains():
-    """`make reproduce` retrains the default runs and notebook 11's at the preset's SEEDS; notebook 12's runs at
-    CONFIRM_SEEDS sit in the same folders and are the beyond campaign's, so they are kept (a fresh clone's
-    `make reproduce` once removed them and RESULTS.md lost notebook 12's claims)."""
-    import re
+def _picked(paths, root) -> set[tuple[str, int | None]]:
+    """The selection as (label, seed) pairs, seed None for a whole folder."""
+    train = root / "train" / "small"
+    return {(p.parent.name, int(p.name[4:])) if p.name.startswith("seed") else (p.name, None)
+            for p in paths if p.is_relative_to(train)}
 
+
+def test_the_registry_gives_each_campaign_its_own_runs_and_no_other_campaigns(results):
+    """The paper campaign retrains the default runs and notebook 11's at the preset's SEEDS only, the dial
+    notebook 08's folders whole, the beyond campaign every other tagged folder whole: no run folder is two
+    campaigns', and every one is some campaign's."""
     from wmrl.presets import notebook_params
 
-    find = _dry_run("reproduce").replace("\\\n", " ")  # one command, whatever lines the Makefile splits it over
-    find = next(line for line in find.splitlines() if "find results/train/small" in line)
-    removed = {int(s) for s in re.findall(r"\{\}/seed(\d+)", find)}
+    p, labels = notebook_params("small"), _labels()
+    picked = {c: _picked(campaigns.selection(c, results, "small"), results) for c in ("paper", "dial", "beyond")}
+    assert picked["paper"] == {(label, s) for label in labels["paper"] for s in p["SEEDS"]}  # never a whole folder
+    assert {label for label, s in picked["dial"] if s is None} == set(labels["dial"])
+    whole_beyond = {label for label, s in picked["beyond"] if s is None}
+    assert whole_beyond == set(labels["beyond"])
+    assert not (picked["paper"] & picked["dial"]) and not (picked["paper"] & picked["beyond"])
+    assert all(s != 9 for c in picked.values() for _, s in c)  # seeds no notebook trains are kept
+
+
+def test_the_beyond_campaign_retrains_notebook_12s_runs_by_their_seeds_and_no_other_seed(results):
+    """Notebook 12's runs sit in the paper campaign's folders at the preset's CONFIRM_SEEDS: the beyond campaign
+    removes exactly those seeds of them (so it retrains them) and none of the seeds the other notebooks read."""
+    from wmrl.presets import notebook_params
+
     p = notebook_params("small")
-    assert removed == set(p["SEEDS"]) and not removed & set(p["CONFIRM_SEEDS"])
-    assert "-exec rm -rf {} " not in find  # never a whole folder
+    picked = _picked(campaigns.selection("beyond", results, "small"), results)
+    by_seed = {s for label, s in picked if label in _labels()["paper"]}
+    assert by_seed == set(p["CONFIRM_SEEDS"]) and not by_seed & set(p["SEEDS"])
+
+
+def test_the_paper_and_llm_campaigns_rebuild_their_other_folders_and_a_variant_its_own_seeds(results):
+    paper = campaigns.selection("paper", results, "small")
+    assert {results / f for f in ("fidelity/small", "vla/small", "vla/.work", "runs")} <= set(paper)
+    assert campaigns.selection("llm", results, "small") == [results / "train" / "llm-small"]
+    quick = _picked(campaigns.selection("paper", results, "small", seeds=[0]), results)
+    assert {s for _, s in quick} == {0}
+    with pytest.raises(ValueError, match="unknown campaign 'papers'"):
+        campaigns.selection("papers", results, "small")
+
+
+def test_fresh_removes_the_campaigns_selection_before_training_and_keeps_the_rest(calls, results, monkeypatch):
+    monkeypatch.setattr(reproduce, "RESULTS", results)
+    dial, kept = results / "train/small/wmrl~oracle-0.2", results / "train/small/wmrl~budget-0.25"
+    assert dial.exists() and kept.exists()
+    assert reproduce.main(["--campaign", "dial", "--fresh"]) == 0
+    assert not dial.exists() and kept.exists() and (results / "train/small/wmrl/seed0").exists()
+    assert calls[0] == ("train", "08_fidelity_dial", "small")
+
+
+def test_fresh_needs_a_campaign_that_trains(calls, capsys):
+    for argv in (["--fresh"], ["--only", "00_theory", "--fresh"], ["--campaign", "paper", "--fresh", "--replay-only"]):
+        with pytest.raises(SystemExit):
+            reproduce.main(argv)
+        assert "--fresh" in capsys.readouterr().err
+    assert calls == []
+
+
+@pytest.mark.parametrize("tag, owner", [("std", "paper"), ("first_fit-4", "paper"), ("warmup_8", "paper"),
+                                        ("oracle-0.5", "dial"), ("wm-pessimistic", "dial")])
+def test_a_tag_another_campaign_retrains_is_refused_naming_it(tag, owner):
+    assert campaigns.claimed_by(tag) == owner
+    with pytest.raises(ValueError, match=f"{owner} campaign"):
+        campaigns.check_tag(tag)
+    campaigns.check_tag(tag, campaign=owner)  # its own campaign's tag is fine
+
+
+def test_the_makefile_calls_the_registry_and_globs_no_run_folders():
+    """The Makefile names no run folder: each campaign's target is `python -m wmrl.reproduce --campaign C --fresh`."""
+    text = (reproduce.REPO / "Makefile").read_text()
+    assert "find " not in text and "~*" not in text and len(text.splitlines()) <= 80
+    for target, campaign in (("reproduce", "paper"), ("reproduce-dial", "dial"), ("reproduce-beyond", "beyond"),
+                             ("reproduce-llm", "llm")):
+        assert f"-m wmrl.reproduce --campaign {campaign} --fresh" in _dry_run(target).splitlines()[-1]
 
 
 def _dry_run(target: str) -> str:

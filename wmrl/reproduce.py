@@ -13,22 +13,21 @@ For each notebook ``notebooks/NN_name.ipynb``, in order:
 Then ``RESULTS.md`` is rewritten from ``results/`` (:mod:`wmrl.experiments.results_page`): every
 claim of the paper with ours beside it, and what each notebook shows, in the replayed preset.
 
-The committed results come from four campaigns (:data:`CAMPAIGNS`), each meant to fit the 2-hour
-budget on 2 cores (the llm campaign is over it; the README gives the measured times): ``paper``, the
-paper's experiments and the method in its regime (notebooks 00-06 and 11, ``make reproduce``);
-``dial``, the world-model fidelity dial (notebook 08, ``make reproduce-dial``) and ``beyond``, the
-rest of what the paper does not measure (notebooks 09-10, the confirmatory notebook 12 and any new ablation, ``make
-reproduce-beyond``), which both reuse the paper campaign's default runs as their references, so they
-run after it; and ``llm``, the language-model agent (notebook 07, ``make reproduce-llm``), whose runs
-are its own.
+The committed results come from four campaigns, listed with the notebooks and the run folders
+each one owns in :data:`wmrl.campaigns.CAMPAIGNS`: ``paper`` (``make reproduce``), ``dial``
+(``make reproduce-dial``) and ``beyond`` (``make reproduce-beyond``), which both read the paper
+campaign's default runs and so run after it, and ``llm`` (``make reproduce-llm``). ``--fresh``
+removes the campaign's own runs first (:func:`wmrl.campaigns.selection`), so it retrains them
+and nothing else; without it, finished runs are kept and checkpointed ones resume.
 
 Notebooks that do not exist yet are skipped; a failing notebook is named with its failing cell,
 the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
-    python -m wmrl.reproduce --campaign paper     # make reproduce: notebooks 00-06 and 11
-    python -m wmrl.reproduce --campaign dial      # make reproduce-dial: notebook 08, the fidelity dial
-    python -m wmrl.reproduce --campaign llm       # make reproduce-llm: notebook 07, the LLM agent
+    python -m wmrl.reproduce --campaign paper --fresh  # make reproduce: notebooks 00-06 and 11, retrained
+    python -m wmrl.reproduce --campaign paper     # make reproduce-resume: go on where it stopped
+    python -m wmrl.reproduce --campaign dial --fresh   # make reproduce-dial: notebook 08, the fidelity dial
+    python -m wmrl.reproduce --campaign llm --fresh    # make reproduce-llm: notebook 07, the LLM agent
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
@@ -37,6 +36,7 @@ the others still run, and the exit status is non-zero.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -44,38 +44,17 @@ from pathlib import Path
 
 import nbformat
 
-from wmrl.experiments.notebook import available_presets, ensure_kernel
+from wmrl.campaigns import CAMPAIGNS, campaign_of, selection
+from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.provenance import REPO, atomic_path
 
 __all__ = ["CAMPAIGNS", "NotebookRun", "campaign_of", "discover", "main", "replay_notebook", "train_notebook"]
 
 NOTEBOOKS = REPO / "notebooks"
-RUNS = REPO / "results" / "runs"
+RESULTS = REPO / "results"
+RUNS = RESULTS / "runs"
 RESULTS_PAGE = REPO / "RESULTS.md"
-REPLAY_PRESET = "small"  # the preset the committed notebooks replay (their parameters cell's default)
-# What each campaign is; a notebook's number decides which it belongs to (campaign_of), so an
-# ablation notebook made from the template joins "beyond" without being listed anywhere.
-CAMPAIGNS = {"paper": "the paper's experiments and the method in its regime, notebooks 00-06 and 11",
-             "dial": "the world-model fidelity dial, notebook 08 (it reuses the paper campaign's default runs)",
-             "beyond": "the rest of what the paper does not measure, notebooks 09-10, 12 and new ablations (they reuse "
-                       "the paper campaign's default runs)",
-             "llm": "the language-model agent on TRL, notebook 07 (one seed's warm start and five arms)"}
-PAPER_NOTEBOOKS = (*range(7), 11)  # 00_theory ... 06_vla, 11_method_regime (issue 13's campaign)
-LLM_NOTEBOOKS = (7,)  # 07_llm_agent
-DIAL_NOTEBOOKS = (8,)  # 08_fidelity_dial: 30 oracle runs, about as long as a campaign may be on its own
-
-
-def campaign_of(name: str) -> str:
-    """``"paper"`` for notebooks 00-06 and 11, ``"llm"`` for 07, ``"dial"`` for 08, ``"beyond"`` for the
-    others (``NN_name``)."""
-    number = int(name[:2])
-    for campaign, numbers in (("paper", PAPER_NOTEBOOKS), ("llm", LLM_NOTEBOOKS), ("dial", DIAL_NOTEBOOKS)):
-        if number in numbers:
-            return campaign
-    return "beyond"
-
-
 @dataclass
 class NotebookRun:
     """Outcome of one notebook: timings and, on failure, where it failed."""
@@ -158,6 +137,8 @@ def main(argv=None) -> int:
     which.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
     which.add_argument("--campaign", choices=sorted(CAMPAIGNS),
                        help="; ".join(f"{k}: {v}" for k, v in CAMPAIGNS.items()) + " (default: all)")
+    parser.add_argument("--fresh", action="store_true", help="with --campaign: first remove the runs and results "
+                        "the campaign owns (wmrl/campaigns.py), so it retrains them; the other campaigns' are kept")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
                         help="train only these seeds (default: the preset's); a variant: trains only")
@@ -166,6 +147,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.preset not in available_presets():
         parser.error(f"unknown preset {args.preset!r}; choose one of {available_presets()}")
+    if args.fresh and (not args.campaign or args.replay_only):
+        parser.error("--fresh removes a campaign's runs before training them: it needs --campaign and training "
+                     "(not --replay-only)")
     ensure_kernel(args.kernel)
 
     # The committed notebooks, figures and RESULTS.md show REPLAY_PRESET's runs in results/ at its seeds.
@@ -175,8 +159,15 @@ def main(argv=None) -> int:
     replays = args.replay_only or (args.preset == REPLAY_PRESET and not params)
     records = RUNS
     if not replays:
-        records = RUNS / "-".join([args.preset] + ([f"seeds{'_'.join(map(str, args.seeds))}"] if args.seeds else []))
-        params.update(RESULTS_DIR=str(records / "results"), FIGURES_DIR=str(records / "figures"))
+        variant = "-".join([args.preset] + ([f"seeds{'_'.join(map(str, args.seeds))}"] if args.seeds else []))
+        results_dir, figures_dir = variant_folders(variant)
+        records = results_dir.parent
+        params.update(RESULTS_DIR=str(results_dir), FIGURES_DIR=str(figures_dir))
+    if args.fresh:
+        root = RESULTS if replays else records / "results"
+        for path in selection(args.campaign, root, args.preset, args.seeds):
+            print(f"--fresh: removing {path}", flush=True)
+            shutil.rmtree(path)
     names, missing = discover(args.only, args.campaign)
     runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
     for name in names:
@@ -198,7 +189,7 @@ def main(argv=None) -> int:
     if replays:
         page = NotebookRun("RESULTS.md")
         try:
-            write_results_page(REPO / "results", RESULTS_PAGE, REPLAY_PRESET)
+            write_results_page(RESULTS, RESULTS_PAGE, REPLAY_PRESET)
             write_readme_summary(RESULTS_PAGE, REPO / "README.md")
         except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
             page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]

@@ -15,7 +15,11 @@ under its own tag, so its runs never overwrite the default runs, nor one another
 against the presets of :mod:`wmrl.presets`, so a wrong field fails before anything is written or
 trained. :func:`write_notebook` copies ``notebooks/TEMPLATE_ablation.py`` into the next free
 ``NN_name`` pair with its parameters filled in; ``python -m wmrl.experiments new-ablation`` calls it.
-Reusing a tag with other overrides is refused by :func:`wmrl.experiments.collect.ensure_runs`.
+Reusing a tag with other overrides is refused by :func:`wmrl.experiments.collect.ensure_runs`; a
+tag another campaign retrains (notebook 11's ``std``, notebook 08's ``oracle-*``...) is refused by
+:func:`plan` given the notebook's campaign (:func:`wmrl.campaigns.check_tag`; :func:`write_notebook`
+and the template pass it), so ``make reproduce-beyond`` retrains the
+ablation's runs and no other campaign deletes them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wmrl.campaigns import campaign_of, check_tag
 from wmrl.config import SCHEDULING_FIELDS, ConfigError
 from wmrl.presets import preset_names, run_config
 from wmrl.provenance import REPO
@@ -68,13 +73,14 @@ def _check_fields(overrides: dict, what: str) -> None:
 
 
 def plan(name: str, base_arm: str, overrides: dict | None = None, sweep: dict | None = None,
-         presets=None) -> list[Variant]:
+         presets=None, campaign: str | None = None) -> list[Variant]:
     """The variants of an ablation called ``name``, each validated against every preset in ``presets``.
 
     ``overrides`` apply to every variant; ``sweep`` is ``{field: [value, ...]}`` (one field, two
     values or more), one variant per value, tagged ``<name>-<value>``; without a sweep there is
     one variant, tagged ``name``. A variant that equals the base arm's configuration at every
-    preset is refused: it would train a copy of the default runs.
+    preset is refused: it would train a copy of the default runs. With ``campaign`` (the notebook's, in
+    :mod:`wmrl.campaigns`), a tag another campaign retrains is refused.
     """
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise ConfigError(f"ablation name {name!r} must be lower-case letters, digits and '_', starting with a "
@@ -98,6 +104,11 @@ def plan(name: str, base_arm: str, overrides: dict | None = None, sweep: dict | 
     else:
         variants = [Variant(name, overrides)]
     for v in variants:
+        try:
+            if campaign is not None:
+                check_tag(v.tag, campaign)
+        except ValueError as e:
+            raise ConfigError(f"ablation {name!r}: {e}") from None
         changes = False
         for preset in presets or preset_names():
             try:
@@ -157,8 +168,8 @@ def write_notebook(name: str, base_arm: str, overrides: dict | None = None, swee
     from nbformat.v4 import new_markdown_cell
 
     overrides, sweep = dict(overrides or {}), dict(sweep or {})
-    plan(name, base_arm, overrides, sweep)
     notebooks_dir = Path(notebooks_dir)
+    plan(name, base_arm, overrides, sweep, campaign=campaign_of(f"{next_number(notebooks_dir):02d}_{name}"))
     existing = sorted(p.name for p in notebooks_dir.glob(f"[0-9][0-9]_{name}.*") if p.suffix in (".ipynb", ".py"))
     if existing:
         raise ConfigError(f"an ablation called {name!r} exists already ({', '.join(existing)} in {notebooks_dir}); "

@@ -8,7 +8,10 @@ Every experiment notebook follows the same rhythm, so that ``make reproduce`` (p
    prefixed by the notebook (``THEORY_STEPS``...), set to ``None``. ``None`` means "take it from
    the preset" (the ``notebook`` block of :mod:`wmrl.presets`), so ``-p PRESET smoke`` and ``-p
    THEORY_STEPS 50`` both do what they say. Paths are relative to ``notebooks/`` (papermill and
-   nbval run with that working directory).
+   nbval run with that working directory). The committed outputs show :data:`REPLAY_PRESET`; another
+   preset left at the default folders writes to its own, ``results/runs/<preset>/results`` and
+   ``.../figures`` (:func:`variant_folders`, where ``python -m wmrl.reproduce --preset`` writes it
+   too), so ``papermill -p PRESET smoke`` never touches a committed file.
 2. Right after it, ``cfg = check_params(globals(), notebook=..., keys=[...], results_subdir=...)``.
    A wrong parameter fails *here*, with a message that says what to pass, instead of an
    obscure error twenty cells later.
@@ -30,12 +33,13 @@ import pandas as pd
 from wmrl.config import ConfigError
 from wmrl.experiments.plots import ARM_COLORS, describe_axes, use_style
 from wmrl.presets import notebook_params, preset_names
-from wmrl.provenance import atomic_path, provenance, write_json_atomic
+from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
 
 __all__ = [
     "ARM_COLORS",
     "COMMON_KEYS",
     "MODES",
+    "REPLAY_PRESET",
     "NotebookConfig",
     "ParameterError",
     "available_presets",
@@ -47,10 +51,13 @@ __all__ = [
     "save_figure",
     "save_results",
     "use_style",
+    "variant_folders",
 ]
 
 MODES = ("replay", "train")
 COMMON_KEYS = ("MODE", "PRESET", "SEEDS", "RESULTS_DIR", "FIGURES_DIR")
+REPLAY_PRESET = "small"  # the preset the committed notebooks, figures and results show
+COMMITTED_RESULTS, COMMITTED_FIGURES = REPO / "results", REPO / "figures"
 # ``ARM_COLORS`` and ``use_style`` live in :mod:`wmrl.experiments.plots`; they are re-exported here
 # because every notebook already holds this module as ``nb``.
 
@@ -62,6 +69,13 @@ class ParameterError(ValueError):
 def available_presets() -> list[str]:
     """Names of the presets of :mod:`wmrl.presets` (``smoke``, ``small``, ...)."""
     return preset_names()
+
+
+def variant_folders(name: str) -> tuple[Path, Path]:
+    """The results and figures folders of a variant run called ``name`` (a preset, or a preset at other
+    seeds): ``results/runs/<name>/results`` and ``results/runs/<name>/figures``, apart from the committed ones."""
+    root = COMMITTED_RESULTS / "runs" / name
+    return root / "results", root / "figures"
 
 
 def check_choice(name: str, value, choices) -> None:
@@ -151,6 +165,10 @@ def check_params(
             check_choice(key, v, allowed)
     seeds = _check_seeds(resolved.pop("SEEDS"))
     results_dir, figures_dir = Path(ns["RESULTS_DIR"]).resolve(), Path(ns["FIGURES_DIR"]).resolve()
+    if ns["PRESET"] != REPLAY_PRESET:  # another preset never writes into the committed folders
+        own_results, own_figures = variant_folders(ns["PRESET"])
+        results_dir = own_results if results_dir == COMMITTED_RESULTS.resolve() else results_dir
+        figures_dir = own_figures if figures_dir == COMMITTED_FIGURES.resolve() else figures_dir
     if ns["MODE"] == "replay" and results_subdir is not None:
         folder = results_dir / results_subdir
         if not folder.is_dir() or not any(folder.iterdir()):
