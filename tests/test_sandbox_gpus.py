@@ -103,3 +103,12 @@ def test_the_paper_preset_keeps_its_sandboxes_off_the_training_and_world_model_g
     assert len(training) == recipe["num_processes"] == 4 and not training & sandboxes and "4" not in training | sandboxes
     text = (REPO / "wmrl/trainer/llm/accelerate/paper_8gpu.yaml").read_text()
     assert "CUDA_VISIBLE_DEVICES=4 " in text and "CUDA_VISIBLE_DEVICES=8" not in text
+
+
+def test_which_gpus_ran_the_sandboxes_is_not_part_of_a_runs_identity():
+    base = {"sandbox.backend": "docker", "sandbox.gpus": 1}
+    on_5 = run_config("grpo", "smoke", overrides={**base, "sandbox.gpu_devices": "5"})
+    on_67 = run_config("grpo", "smoke", overrides={**base, "sandbox.gpu_devices": "6,7"})
+    assert on_5.identity() == on_67.identity()
+    assert on_5.identity() != run_config("grpo", "smoke", overrides={**base, "sandbox.gpu_devices": "5",
+                                                                    "sandbox.cpus": 2.0}).identity()

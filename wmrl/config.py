@@ -388,7 +388,8 @@ _SECTIONS = {"agent": AgentConfig, "llm": LLMConfig, "train": TrainConfig, "meth
              "sandbox": SandboxConfig, "eval": EvalConfig, "paths": PathsConfig}
 
 #: Dotted fields that set how fast a run goes or where it writes, not what it computes.
-SCHEDULING_FIELDS = ("sandbox.workers", "llm.micro_batch", "paths.results_dir", "paths.pool")
+SCHEDULING_FIELDS = ("sandbox.workers", "sandbox.gpu_devices", "world_model.max_concurrency",
+                     "world_model.gpu_memory_utilization", "llm.micro_batch", "paths.results_dir", "paths.pool")
 
 
 class ConfigTree:
