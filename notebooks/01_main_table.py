@@ -153,7 +153,7 @@ plots.score_vs_compute(axes[0, 1], runs, trained, log=True,
 plots.plot_curves(axes[1, 0], curves, trained)
 finals = curves[curves.step == curves.step.max()]
 plots.plot_curves(axes[1, 1], curves, trained, x="compute_min", xlabel="charged compute so far (CPU-minutes)",
-                  title="Learning curves against compute",
+                  title="Learning curves against compute", log=True,
                   levels={"GRPO's final score (mean)": finals[finals.arm == "grpo"].avg.mean()} if "grpo" in trained else {})
 fig.tight_layout()
 nb.save_figure(fig, "01_main_table", cfg, "Held-out Avg (95% CI over seeds, dots: seeds), final score against charged "

@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pytest
 
 from wmrl.experiments import plots, stats
 
@@ -46,3 +47,17 @@ def test_a_curve_with_few_evaluation_points_says_so():
 
 def test_a_tagged_variant_takes_its_base_arms_colour():
     assert plots.arm_color("wmrl~scale_only") == plots.ARM_COLORS["wmrl"]
+
+
+def test_curves_against_compute_on_a_log_axis_keep_the_zero_start_and_separate_cheap_from_costly_arms():
+    curves = pd.DataFrame({"arm": ["wm"] * 3 + ["grpo"] * 3, "seed": [0] * 6, "step": [0, 8, 16] * 2,
+                           "avg": [30, 40, 45, 30, 50, 60.0], "compute_min": [0, 0.02, 0.05, 0, 2.5, 5.0]})
+    fig, ax = plt.subplots()
+    plots.plot_curves(ax, curves, ["wm", "grpo"], x="compute_min", log=True)
+    scale, xlabel = ax.get_xscale(), ax.get_xlabel()
+    to_axes = ax.transAxes.inverted().transform
+    x_of = {v: to_axes(ax.transData.transform((v, 0)))[0] for v in (0, 0.05, 5.0)}
+    plt.close(fig)
+    assert scale == "symlog" and "log" in xlabel and x_of[0] == pytest.approx(0, abs=1e-9)  # starts at zero
+    # wm's whole curve gets a visible share of the axis, not a sliver at zero
+    assert x_of[0.05] - x_of[0] > 0.2 * (x_of[5.0] - x_of[0])

@@ -119,12 +119,14 @@ def mean_band(ax, data: pd.DataFrame, x: str, y: str, *, by: str | None = None, 
 
 def plot_curves(ax, curves: pd.DataFrame, arms, *, x: str = "step", reference: str | None = None,
                 xlabel: str | None = None, ylabel: str = "held-out Avg (percentile points)", title: str = "",
-                levels: dict[str, float] | None = None) -> None:
+                levels: dict[str, float] | None = None, log: bool = False) -> None:
     """Learning curves (from :func:`~wmrl.experiments.curves.learning_curves`): mean, 95% band, each seed.
 
     ``x``: ``"step"`` or a compute column (``"compute_s"``, ``"compute_min"``); the mean is drawn at
     each evaluation step's mean ``x``. ``reference``: an arm drawn in grey behind the others.
-    ``levels``: labelled horizontal lines (e.g. a target score).
+    ``levels``: labelled horizontal lines (e.g. a target score). ``log``: a symmetric-log x axis,
+    linear up to the smallest positive ``x`` and logarithmic above, so that arms whose compute
+    differs by orders of magnitude are all readable and the untrained start (``x = 0``) still shows.
     """
     seeds = curves.seed.nunique()
     for arm in ([reference] if reference else []) + [a for a in arms if a != reference]:
@@ -147,8 +149,13 @@ def plot_curves(ax, curves: pd.DataFrame, arms, *, x: str = "step", reference: s
     if points < MIN_EVAL_POINTS:
         ax.text(0.01, 0.01, f"only {points} evaluation points (< {MIN_EVAL_POINTS}): the shape between them is "
                 "not measured", transform=ax.transAxes, fontsize=7, color="tab:red", va="bottom")
-    ax.set(xlabel=xlabel or ("training step" if x == "step" else x), ylabel=ylabel,
-           title=title or f"Learning curves ({seeds} seeds)")
+    xlabel = xlabel or ("training step" if x == "step" else x)
+    if log:
+        positive = curves[x][curves[x] > 0]
+        ax.set_xscale("symlog", linthresh=float(positive.min()) if len(positive) else 1.0, linscale=0.5)
+        ax.set_xlim(left=0)  # compute is never negative
+        xlabel += " (log scale above the first evaluation)"
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title or f"Learning curves ({seeds} seeds)")
 
 
 def score_vs_compute(ax, runs: pd.DataFrame, arms, *, y: str = "avg", x: str = "total_charged_min",
