@@ -146,7 +146,9 @@ class LLMConfig:
     #: set is built)
     sft_targets: Literal["habits", "runnable"] = "habits"
     #: GRPO loss aggregation in TRL: ``dr_grpo`` sums token log-probs with a constant normaliser
-    #: (the paper's sequence log-probability g = 1/n sum_i A_i grad log pi(tau_i), up to a constant)
+    #: (the paper's sequence log-probability g = 1/n sum_i A_i grad log pi(tau_i), up to a constant),
+    #: ``dapo`` over the step's model tokens; TRL's entropy bonus is a per-token mean under both, so
+    #: only ``dapo`` weighs it as a per-token coefficient (the paper preset's; see ``trainer_args``)
     loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo"] = "dr_grpo"
     micro_batch: int = 4  # rows per forward/backward pass (gradient accumulation fills the step)
     #: rollout engine: the policy in this process (``transformers``) or TRL's ``vllm`` (GPU)

@@ -192,7 +192,8 @@ PRESETS.update({p.name: p for p in (
     Preset(
         "llm-paper", "llm",
         "The paper's settings (Sec. 4.1): a Qwen-class 4B/9B instruct model, 8 groups x 8 trajectories a step, "
-        "4 turns of 4096 tokens, observations cut to 1024, lr 1e-6, KL 0.04, entropy 0.002, temperature 1.0, "
+        "4 turns of 4096 tokens, observations cut to 1024, lr 1e-6, KL 0.04, entropy 0.002 (TRL's dapo loss: "
+        "policy, KL and entropy per token of the step), temperature 1.0, "
         "~10% anchors (one group of eight), OD after 200 pairs and every 64, rho <= 4, avg@8, a 1200 s "
         "execution budget in Docker sandboxes, vLLM generation; launched with accelerate (the command is in "
         "wmrl/trainer/llm/accelerate/paper_8gpu.yaml).",
@@ -204,7 +205,7 @@ PRESETS.update({p.name: p for p in (
              "world_model.backend": "openai", "world_model.base_url": "http://127.0.0.1:8001/v1",
              "world_model.model": "Qwen/Qwen3-4B", "llm.max_new_tokens": 4096, "llm.obs_max_tokens": 1024,
              "llm.micro_batch": 8, "llm.generation": "vllm", "llm.vllm_mode": "colocate",
-             "world_model.mode": "decomposed", "world_model.max_new_tokens": 512},
+             "world_model.mode": "decomposed", "world_model.max_new_tokens": 512, "llm.loss_type": "dapo"},
     ),
 )})
 

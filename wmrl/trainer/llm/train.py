@@ -104,7 +104,19 @@ def prompt_schedule(names: list[str], n_rows: int, seed: int) -> list[str]:
 
 
 def trainer_args(cfg: RunConfig, out: Path, n_groups: int):
-    """TRL's GRPOConfig for the run: one optimiser step per generation batch of ``n_groups`` x n rows."""
+    """TRL's GRPOConfig for the run: one optimiser step per generation batch of ``n_groups`` x n rows.
+
+    The loss's scaling, as TRL 1.16 computes it (``tests/test_llm_loss_scaling.py`` checks it on
+    TRL's own loss code). With N rows in the step, n_i model tokens in row i (``env_mask`` 1) and
+    T = sum n_i, the policy and KL terms sum each row's token terms, so a row weighs by its
+    advantage alone (the paper's sequence log-probability; IVD's ``G w_g`` passes through), over
+    ``N x max_completion_length`` (``dr_grpo``) or T (``dapo``); the entropy bonus is always
+    ``ent_coef`` times the mean token entropy. Against the per-token policy and KL terms the bonus
+    weighs ``ent_coef`` under ``dapo`` (llm-paper: KL 0.04 and entropy 0.002 as the paper quotes
+    them), and ``ent_coef x max_completion_length / mean n_i`` under ``dr_grpo`` (the small
+    presets' default, kept for their committed runs). Adam divides out the gradient's overall
+    scale, so the normaliser barely changes the step's size; it changes how the terms weigh.
+    """
     import torch
     from trl import GRPOConfig
 
