@@ -142,9 +142,15 @@ avg = stats.arm_summary(runs, "avg", ARMS_HERE, 100)
 fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
 plots.bar_ci(axes[0], avg, "held-out Avg (percentile points)", "Ablation: held-out score")
 mixing = [a for a in ARMS_HERE if get_arm(a).mixes_streams]
-for arm in mixing:
-    plots.mean_band(axes[1], weights[weights.arm == arm], "step", "anchor_weight", color=plots.arm_color(arm),
-                    label=f"{arm} (mean)", marker="o")
+# Arms without IVD share one line (rho = 1: the anchors' share of the groups), so each arm gets its
+# own marker and a small sideways offset, and those arms a dashed line, to keep every one visible.
+markers, width = iter("sDo^v<>"), 0.1 * max(len(mixing) - 1, 1)
+for k, arm in enumerate(mixing):
+    ivd = get_arm(arm).ivd
+    offset = width * (k / max(len(mixing) - 1, 1) - 0.5) if len(mixing) > 1 else 0.0
+    plots.mean_band(axes[1], weights[weights.arm == arm].assign(step=lambda d, o=offset: d.step + o), "step",
+                    "anchor_weight", color=plots.arm_color(arm), marker=next(markers), ls="-" if ivd else "--",
+                    label=f"{arm} (mean)" + ("" if ivd else ", no IVD: rho = 1"))
 axes[1].set(xlabel="training step", ylabel="anchor groups' share of the fused gradient",
             title="IVD: rho|G_E| / (rho|G_E| + |G_WM|)", ylim=(0, None))
 handles, _ = axes[1].get_legend_handles_labels()
