@@ -42,16 +42,18 @@ def test_bad_device_lists_are_refused_by_name():
         GpuPool(("5",), 2)
 
 
-def test_a_local_gpu_slot_sees_exactly_its_turn_of_the_devices(toy, tmp_path):
-    sandbox = Sandbox("local", timeout_s=5, gpus=1, gpu_devices="3,5", grader=toy_grade, base_dir=tmp_path, warm=False)
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_a_local_gpu_slot_sees_exactly_its_turn_of_the_devices(toy, tmp_path, warm):
+    sandbox = Sandbox("local", timeout_s=5, gpus=1, gpu_devices="3,5", grader=toy_grade, base_dir=tmp_path, warm=warm)
     seen = [sandbox.run(toy, SHOW_DEVICES) for _ in range(3)]
     assert [r.status for r in seen] == ["ok"] * 3, seen
     assert [r.stdout_tail.strip() for r in seen] == ["'3'", "'5'", "'3'"]
 
 
-def test_a_cpu_slot_on_a_gpu_node_sees_no_gpu(toy, tmp_path, monkeypatch):
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_a_cpu_slot_on_a_gpu_node_sees_no_gpu(toy, tmp_path, monkeypatch, warm):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # the training process's GPUs must not leak to a solution
-    result = Sandbox("local", timeout_s=5, grader=toy_grade, base_dir=tmp_path, warm=False).run(toy, SHOW_DEVICES)
+    result = Sandbox("local", timeout_s=5, grader=toy_grade, base_dir=tmp_path, warm=warm).run(toy, SHOW_DEVICES)
     assert result.status == "ok" and result.stdout_tail.strip() == "''", result
 
 
