@@ -311,6 +311,19 @@ def test_the_vllm_generator_takes_the_sampled_tokens_logprob_not_the_top_ranked_
     assert logprobs == [[pytest.approx(-0.1), pytest.approx(-0.2), pytest.approx(-0.3)]]
 
 
+def test_with_no_row_left_anywhere_the_vllm_server_is_not_asked(monkeypatch):
+    from wmrl.trainer.llm.generate import VLLMGenerator
+
+    engine, trainer = _trl_engine(monkeypatch, FakeLLM())
+    engine.mode = "server"
+
+    def refuse(**kwargs):
+        raise AssertionError("the vLLM server was asked for no prompts")
+
+    engine.generate = refuse
+    assert VLLMGenerator(trainer).generate([], 5, seed=0) == ([], [])
+
+
 def test_a_max_tokens_in_generation_kwargs_is_refused(monkeypatch):
     from wmrl.trainer.llm.generate import VLLMGenerator
 

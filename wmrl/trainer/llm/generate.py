@@ -106,6 +106,11 @@ class VLLMGenerator:
         engine = self.engine
         if not contexts and engine.mode == "colocate" and getattr(engine, "tensor_parallel_size", 1) == 1:
             return [], []  # nothing to sample, and no other process waits on this one
+        if engine.mode == "server":
+            from accelerate.utils import gather_object
+
+            if sum(gather_object([len(contexts)])) == 0:  # every process calls here, in step
+                return [], []  # no process has a row left: the server is not asked for nothing
         budget = engine.max_completion_length
         engine.max_completion_length = int(max_new_tokens)
         try:
