@@ -115,18 +115,8 @@ from scipy.stats import spearmanr
 
 from wmrl.experiments import claims, findings, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table
-from wmrl.experiments.fidelity_dial import (
-    break_even,
-    crossing,
-    dial_claims,
-    dial_frame,
-    level_arms,
-    oracle_overrides,
-    oracle_tag,
-    profile_overrides,
-    profile_tag,
-    run_fidelity,
-)
+from _fidelity_dial import break_even, crossing, dial_frame, oracle_overrides, profile_overrides, run_fidelity
+from wmrl.experiments.fidelity_dial import dial_claims, level_arms, oracle_tag, profile_tag
 from wmrl.world_model.fidelity import within_group_spearman
 from wmrl.world_model.oracle import distort
 
@@ -267,7 +257,7 @@ print(marks.assign(**{"Spearman (95% CI)": [stats.fmt_ci(r.spearman, r.lo, r.hi,
 # levels ordered by measured fidelity and joined by straight lines, the break-even is the lowest
 # fidelity from which the mean difference stays at or above 0, and its interval runs from where
 # the interval's upper bound reaches 0 to where its lower bound does (inverted pointwise intervals,
-# `wmrl.experiments.fidelity_dial.break_even`). `<= x`: the arm is not below the reference even at
+# `break_even` of `_fidelity_dial.py`, beside this notebook). `<= x`: the arm is not below the reference even at
 # the lowest fidelity measured; `> x`: it stays below up to the highest. Per seed, the same
 # crossing of that seed's differences.
 
