@@ -166,6 +166,18 @@ def test_a_world_model_behind_a_server_is_charged_the_servers_time(toy):
     assert 30.0 <= charged < 31.0
 
 
+def test_the_server_is_charged_the_time_it_answered_and_nothing_once_it_is_down(server):
+    from wmrl.world_model.backends import make_backend
+
+    backend = make_backend("openai", "stub", server.url, max_retries=0, timeout_s=5.0)
+    assert backend.generate([[{"role": "user", "content": "hi"}]] * 4) != [None] * 4
+    answered = backend.server_s
+    assert answered >= THINK_S
+    server.stop()
+    assert backend.generate([[{"role": "user", "content": "hi"}]] * 4) == [None] * 4
+    assert backend.server_s == answered and backend.stats()["no_reply"] == 4
+
+
 # -- real runs against the server ----------------------------------------------------------------------------------
 
 @pytest.mark.slow

@@ -27,8 +27,9 @@ HTTP 401, 403 and 404 are setup errors (:class:`~.base.BackendSetupError`), rais
 Everything is counted in :meth:`OpenAICompatibleBackend.stats`, and every failure is logged with
 what the server said.
 
-**Cost.** ``server_s`` adds up the wall time of the ``generate`` calls: the time the server worked
-for this process, which the run is charged (the client's own CPU time is a rounding error of it).
+**Cost.** ``server_s`` adds up the wall time of the ``generate`` calls that got any answer: the time
+the server worked for this process, which the run is charged (the client's own CPU time is a
+rounding error of it); a call to a server that answered nothing (down) adds nothing.
 Per-request timings that some servers report would count concurrent requests twice, so they are
 not used.
 """
@@ -151,11 +152,11 @@ class OpenAICompatibleBackend:
     def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None,
                  seeds=None) -> list[str | None]:
         t0 = time.perf_counter()
-        try:
-            return self._generate(conversations, max_new_tokens, temperature, json_schema, seeds)
-        finally:  # the server worked for this call while it lasted (its own timings overlap under batching)
+        replies = self._generate(conversations, max_new_tokens, temperature, json_schema, seeds)
+        if any(reply is not None for reply in replies):  # the server worked for this call while it lasted
             with self._lock:
                 self.server_s += time.perf_counter() - t0
+        return replies
 
     def _generate(self, conversations, max_new_tokens, temperature, json_schema, seeds) -> list[str | None]:
         n = len(conversations)
