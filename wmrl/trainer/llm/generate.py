@@ -27,6 +27,8 @@ from typing import Protocol
 
 import torch
 
+from wmrl.config import TrainConfig
+
 __all__ = ["Generator", "TransformersGenerator", "VLLMGenerator"]
 
 
@@ -38,7 +40,8 @@ class Generator(Protocol):
 class TransformersGenerator:
     """Batched sampling from a causal LM (left-padded batches of ``batch_size``)."""
 
-    def __init__(self, model, tokenizer, temperature: float = 1.0, top_p: float = 1.0, batch_size: int = 8):
+    def __init__(self, model, tokenizer, temperature: float = TrainConfig.temperature, top_p: float = 1.0,
+                 batch_size: int = 8):
         self.model, self.tokenizer = model, tokenizer
         self.temperature, self.top_p, self.batch_size = float(temperature), float(top_p), int(batch_size)
         eos = tokenizer.eos_token_id
