@@ -82,6 +82,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+import _anchor_budget as panels  # this notebook's figure, beside it
 from wmrl.anchor import AnchorScheduler
 from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
@@ -151,8 +152,8 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 # %%
 reach, best = R.reach, R.best
 fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
-budget.pareto_panel(axes[0], runs, PLAN, untrained_level=untrained.avg.mean() * 100)
-budget.reach_panel(axes[1], reach, runs, PLAN)
+panels.pareto_panel(axes[0], runs, PLAN, untrained_level=untrained.avg.mean() * 100)
+panels.reach_panel(axes[1], reach, runs, PLAN)
 fig.tight_layout()
 nb.save_figure(fig, "10_anchor_budget", cfg, "Held-out Avg against charged compute for wmrl and anchor_only at each "
                "realised anchor share, wmrl with active anchors, and grpo (95% CI over seeds on both axes, dots: seeds); "
