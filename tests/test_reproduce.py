@@ -204,3 +204,40 @@ def _dry_run(target: str) -> str:
     import subprocess
 
     return subprocess.run(["make", "-n", target], cwd=reproduce.REPO, capture_output=True, text=True, check=True).stdout
+
+
+def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_read_from_them(results, tmp_path):
+    import json
+
+    def summary(folder, wall):
+        folder.mkdir(parents=True, exist_ok=True)
+        prov = {"machine": {"cpu_count": 2}, "git_commit": "abcdef0123", "date": "2030-01-02T03:04:05+00:00"}
+        (folder / "summary.json").write_text(json.dumps({"wall_s": wall, "provenance": prov}))
+
+    train = results / "train" / "small"
+    summary(train / "wmrl" / "seed0", 60.0)
+    summary(train / "wmrl" / "seed3", 1000.0)  # notebook 12's seed: the beyond campaign's
+    summary(train / "wmrl~oracle-0.2" / "seed0", 120.0)
+    summary(train / "wmrl~std" / "seed1", 30.0)
+    summary(results / "train" / "llm-small" / "grpo" / "seed0", 7200.0)
+    times = reproduce.timings(results)
+    assert (times["paper"]["train_s"], times["paper"]["runs"]) == (90.0, 2)
+    assert (times["dial"]["train_s"], times["beyond"]["train_s"], times["llm"]["train_s"]) == (120.0, 1000.0, 7200.0)
+    assert (times["quick"]["train_s"], times["run:wmrl/seed0"]["runs"]) == (60.0, 1)
+    assert times["paper"]["commits"] == ["abcdef0"] and times["paper"]["cores"] == [2]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{reproduce.BEGIN} -->\nold\n{reproduce.END}\nafter\n")
+    reproduce.write_timings(results, tmp_path / "timings.json", readme)
+    text = readme.read_text()
+    assert "| `make reproduce-llm` |" in text and "| 2 h 00 min (1 run) |" in text and "old" not in text
+    assert text.endswith("after\n") and json.loads((tmp_path / "timings.json").read_text()) == times
+
+
+def test_the_committed_timings_are_the_committed_runs_and_the_readme_shows_them():
+    """results/timings.json is what the committed runs recorded, and README.md's quick-start table is drawn from it:
+    rerun `python -m wmrl.reproduce --timings` after a campaign."""
+    import json
+
+    committed = json.loads(reproduce.TIMINGS.read_text())
+    assert committed == reproduce.timings()
+    assert reproduce.quickstart_table(committed) in reproduce.README.read_text()

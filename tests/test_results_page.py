@@ -52,12 +52,24 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     page = (RESULTS.parent / "RESULTS.md").read_text()
     short = next(line for line in page.splitlines() if line.startswith("**In short.**"))
     readme = (RESULTS.parent / "README.md").read_text()
-    assert f"{results_page.README_BEGIN}\n{short}\n{results_page.README_END}" in readme
+    assert f"\n{short}\n{results_page.README_END}" in readme
+    block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]
+    primary = [line for line in page.splitlines() if line.startswith("| ") and f"/{results_page.PRIMARY}.ipynb)" in line]
+    assert primary and len(block.splitlines()) == len(primary) + 5  # header, rule, rows, blank, In short
+    for line in primary:  # each primary claim's id, ours and verdict, as the page has them
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        assert f"| {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | {cells[6]} |" in block
     (tmp_path / "page.md").write_text("# Results\n\n**In short.** Of the 2 claims, 1 is new.\n")
     (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\nrest\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
     assert (tmp_path / "README.md").read_text() == (f"intro\n{results_page.README_BEGIN}\n**In short.** Of the 2 claims, "
                                                    f"1 is new.\n{results_page.README_END}\nrest\n")
+    row = "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | 3 | 0.4 | reproduced | reproduced | " \
+          "[01_main_table](notebooks/01_main_table.ipynb) | [figure](figures/01_main_table.png) |"
+    (tmp_path / "page.md").write_text(f"# Results\n\n{row}\n\n**In short.** One.\n")
+    results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
+    assert "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | reproduced |\n\n**In short.** One." in \
+        (tmp_path / "README.md").read_text()
 
 
 def test_the_summary_counts_verdicts_and_names_the_claims():

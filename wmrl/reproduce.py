@@ -31,11 +31,17 @@ the others still run, and the exit status is non-zero.
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
+    python -m wmrl.reproduce --timings            # results/timings.json and the README's quick-start table
+
+The quick-start table's times are read from ``results/timings.json`` (:func:`timings`): each
+campaign's training runs under ``results/`` and the wall time their ``summary.json`` recorded, with
+the machines and commits they ran at, so the README cannot disagree with the runs it describes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import time
@@ -49,12 +55,27 @@ from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_k
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.provenance import REPO, atomic_path
 
-__all__ = ["CAMPAIGNS", "NotebookRun", "campaign_of", "discover", "main", "replay_notebook", "train_notebook"]
+__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "campaign_of", "discover", "main", "quickstart_table",
+           "replay_notebook", "timings", "train_notebook", "write_timings"]
 
 NOTEBOOKS = REPO / "notebooks"
 RESULTS = REPO / "results"
 RUNS = RESULTS / "runs"
 RESULTS_PAGE = REPO / "RESULTS.md"
+TIMINGS = RESULTS / "timings.json"
+README = REPO / "README.md"
+# The README's quick-start table: command, what you get, and the timings.json entry that times it.
+QUICKSTART = (
+    ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
+     "paper"),
+    ("make reproduce-quick", "a first look: notebooks 00-06 at seed 0 in results/runs/small-seeds0/ (no intervals)",
+     "quick"),
+    ("make reproduce-dial", "notebook 08, the world-model fidelity dial (after make reproduce)", "dial"),
+    ("make reproduce-beyond", "notebooks 09, 10, 12 and new ablations (after make reproduce)", "beyond"),
+    ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, one seed", "llm"),
+    (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
+     "run:wmrl/seed0"),
+)
 @dataclass
 class NotebookRun:
     """Outcome of one notebook: timings and, on failure, where it failed."""
@@ -129,6 +150,78 @@ def replay_notebook(name: str, kernel: str, timeout: int) -> None:
     _sync(name)
 
 
+def _summaries(paths) -> list[dict]:
+    found = []
+    for path in paths:
+        for summary in sorted([path / "summary.json"] if (path / "summary.json").exists() else path.rglob("summary.json")):
+            data = json.loads(summary.read_text())
+            if "wall_s" in data:
+                found.append(data)
+    return found
+
+
+def _entry(summaries: list[dict], what: str) -> dict:
+    prov = [s.get("provenance", {}) for s in summaries]
+    return {"what": what, "runs": len(summaries), "train_s": round(sum(s["wall_s"] for s in summaries), 1),
+            "cores": sorted({p.get("machine", {}).get("cpu_count") for p in prov} - {None}),
+            "commits": sorted({p.get("git_commit", "")[:7] for p in prov} - {""}),
+            "dates": [min(p.get("date", "") for p in prov)[:10], max(p.get("date", "") for p in prov)[:10]]
+            if prov else []}
+
+
+def timings(results: Path = RESULTS, preset: str = REPLAY_PRESET) -> dict:
+    """Each campaign's training time at ``preset``: its runs under ``results/`` (its selection in
+    :mod:`wmrl.campaigns`) and the sum of the wall time each run's ``summary.json`` recorded, with their
+    machines' core counts, commits and dates. ``quick`` is ``make reproduce-quick``'s share (the default
+    runs at seed 0); ``run:<arm>/seed<S>`` one run. The notebooks' own cells (replays, scoring, the
+    theory notebook's simulations, the VLA analog) and the LLM warm start are not runs, so not counted."""
+    results = Path(results)
+    out = {"source": "the sum of wall_s in each run's summary.json under results/ (python -m wmrl.reproduce --timings)",
+           "preset": preset}
+    for campaign in CAMPAIGNS:
+        out[campaign] = _entry(_summaries(selection(campaign, results, preset)), CAMPAIGNS[campaign].about)
+    quick = [p for p in selection("paper", results, preset, seeds=[0]) if p.parent.parent == results / "train" / preset
+             and "~" not in p.parent.name]
+    out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 (make reproduce-quick)")
+    for _, _, key in QUICKSTART:
+        if key.startswith("run:"):
+            out[key] = _entry(_summaries([results / "train" / preset / key[4:]]), f"one run, {key[4:]}")
+    return out
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{max(minutes, 1)} min"
+
+
+def quickstart_table(times: dict) -> str:
+    """The README's quick-start table (markdown), its times from ``times`` (:func:`timings`)."""
+    rows = ["| command | what you get | its runs' training time on 2 cores |", "|---|---|---|"]
+    for command, what, key in QUICKSTART:
+        entry = times[key]
+        rows.append(f"| `{command}` | {what} | {_duration(entry['train_s'])} ({entry['runs']} "
+                    f"run{'s' if entry['runs'] != 1 else ''}) |")
+    return "\n".join(rows)
+
+
+BEGIN, END = "<!-- quickstart:begin", "<!-- quickstart:end -->"
+
+
+def write_timings(results: Path = RESULTS, path: Path = TIMINGS, readme: Path = README) -> dict:
+    """Write ``timings.json`` and the README's quick-start table between its markers."""
+    times = timings(results)
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(times, indent=1) + "\n")
+    text = readme.read_text()
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        block = f"{BEGIN} (python -m wmrl.reproduce --timings, from results/timings.json; do not edit) -->\n"
+        with atomic_path(readme) as tmp:
+            Path(tmp).write_text(head + block + quickstart_table(times) + "\n" + END + tail)
+    return times
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wmrl.reproduce", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default=REPLAY_PRESET, help=f"one of {available_presets()} (wmrl/presets.py); "
@@ -139,6 +232,8 @@ def main(argv=None) -> int:
                        help="; ".join(f"{k}: {v}" for k, v in CAMPAIGNS.items()) + " (default: all)")
     parser.add_argument("--fresh", action="store_true", help="with --campaign: first remove the runs and results "
                         "the campaign owns (wmrl/campaigns.py), so it retrains them; the other campaigns' are kept")
+    parser.add_argument("--timings", action="store_true", help="only rewrite results/timings.json and the README's "
+                        "quick-start table from the runs' recorded wall times")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
                         help="train only these seeds (default: the preset's); a variant: trains only")
@@ -147,6 +242,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.preset not in available_presets():
         parser.error(f"unknown preset {args.preset!r}; choose one of {available_presets()}")
+    if args.timings:
+        write_timings()
+        print(f"wrote {TIMINGS} and {README}'s quick-start table")
+        return 0
     if args.fresh and (not args.campaign or args.replay_only):
         parser.error("--fresh removes a campaign's runs before training them: it needs --campaign and training "
                      "(not --replay-only)")

@@ -33,6 +33,8 @@ SECTIONS = (
 )
 
 
+#: The primary family of claims: the notebook whose claims answer "does WMRL work at this scale?".
+PRIMARY = "01_main_table"
 #: The README's block that :func:`write_readme_summary` owns (the front door's summary of the results).
 README_BEGIN = "<!-- results:begin (written by python -m wmrl.reproduce from results/; do not edit) -->"
 README_END = "<!-- results:end -->"
@@ -330,14 +332,21 @@ def write_results_page(results: str | Path, out: str | Path, preset: str = "smal
 
 
 def write_readme_summary(page: str | Path, readme: str | Path) -> None:
-    """Copy the page's "In short" paragraph into the README's block between :data:`README_BEGIN` and
+    """Copy the primary family's claims (notebook 01's rows, five columns) and the page's "In short" paragraph into the README's block between :data:`README_BEGIN` and
     :data:`README_END`, so the front door's summary is the results' and cannot drift from them."""
     readme = Path(readme)
-    short = next(line for line in Path(page).read_text().splitlines() if line.startswith("**In short.**"))
+    page_lines = Path(page).read_text().splitlines()
+    short = next(line for line in page_lines if line.startswith("**In short.**"))
+    primary = ["| claim | statement | paper | ours (95% CI) | verdict |", "|---|---|---|---|---|"]
+    for line in page_lines:  # the primary family: Table 1's claims (notebook 01), five of the page's columns
+        cells = [c.strip() for c in line.strip("|").split(" | ")] if line.startswith("| ") else []
+        if len(cells) == 10 and f"/{PRIMARY}.ipynb)" in cells[8]:
+            primary.append("| " + " | ".join(cells[i] for i in (0, 1, 2, 3, 6)) + " |")
     text = readme.read_text()
     if README_BEGIN not in text or README_END not in text:
         raise ValueError(f"{readme} has no results block ({README_BEGIN} ... {README_END})")
     head, rest = text.split(README_BEGIN, 1)
-    new = f"{head}{README_BEGIN}\n{short}\n{README_END}{rest.split(README_END, 1)[1]}"
+    block = "\n".join(primary + ["", short]) if len(primary) > 2 else short
+    new = f"{head}{README_BEGIN}\n{block}\n{README_END}{rest.split(README_END, 1)[1]}"
     if new != text:
         readme.write_text(new)
