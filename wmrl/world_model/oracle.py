@@ -42,10 +42,12 @@ the runs of a campaign is intended: the same scripts recur across fidelity level
 from __future__ import annotations
 
 import time
+import typing
 from collections.abc import Sequence
 
 import numpy as np
 
+from wmrl.config import WorldModelConfig
 from wmrl.reward import DEFAULT_LADDER
 from wmrl.sandbox import ExecutionResult
 from wmrl.vocabulary import RUNG, feedback_bucket
@@ -58,8 +60,9 @@ __all__ = ["CHARGE_S", "DISTORTIONS", "OracleWorldModel", "distort", "read_outco
 #: profile) costs per script of the untrained agent's, so that an oracle run is charged as a cheap
 #: world model would be, not as the execution it reads its truth from.
 CHARGE_S = 0.0042
-#: The monotone distortions phi of Assumption 6 (see the module docstring).
-DISTORTIONS = ("optimistic", "identity")
+#: The monotone distortions phi of Assumption 6 (see the module docstring), as
+#: ``world_model.oracle_distortion`` spells them.
+DISTORTIONS: tuple[str, ...] = typing.get_args(typing.get_type_hints(WorldModelConfig)["oracle_distortion"])
 #: A representative status and error type for a rung the real run is not on.
 _RUNG_STATUS = {0: ("syntax_error", "SyntaxError"), 1: ("runtime_error", "RuntimeError"),
                 2: ("invalid_submission", "InvalidSubmission"), 3: ("ok", None)}
@@ -104,8 +107,8 @@ class OracleWorldModel:
         charge_s: the charged CPU seconds of one prediction (a world-model call's, :data:`CHARGE_S`).
     """
 
-    def __init__(self, sandbox, noise: float, distortion: str = "optimistic", seed: int = 0, memo=None,
-                 workers: int = 1, charge_s: float = CHARGE_S):
+    def __init__(self, sandbox, noise: float, distortion: str = WorldModelConfig().oracle_distortion, seed: int = 0,
+                 memo=None, workers: int = 1, charge_s: float = CHARGE_S):
         if noise < 0:
             raise ValueError(f"the oracle's noise is an SD and must be >= 0, got {noise}")
         distort(0.0, distortion)  # an unknown distortion fails here, not at the first prediction

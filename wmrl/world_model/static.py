@@ -41,11 +41,12 @@ in ``CHECKS`` order), so predictions are deterministic given the seed and the ca
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
+from wmrl.config import WorldModelConfig
 from wmrl.vocabulary import QUALITY_BUCKETS
 from wmrl.world_model.analysis import Facts, analyse
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
@@ -61,8 +62,9 @@ from wmrl.world_model.quality import (
 __all__ = ["BUDGET_MARGIN", "BUDGET_WIDTH", "CERTAIN", "COLD_STARTUP_S", "PAPER_PASS_P", "PASS_P", "PROFILES",
            "QUALITY_PRIOR", "WARM_STARTUP_S", "ProgramAnalysisWorldModel", "estimate_seconds"]
 
-#: The world model's error profiles (see the module docstring).
-PROFILES = ("paper", "pessimistic")
+_WM = WorldModelConfig()
+#: The world model's error profiles (see the module docstring), as ``world_model.profile`` spells them.
+PROFILES: tuple[str, ...] = typing.get_args(typing.get_type_hints(WorldModelConfig)["profile"])
 #: ``paper`` profile: the least failure probability of a finding that fails its check. The
 #: analysis gives 0.85-0.95 to what it reads in the text and the inventory (a missing file,
 #: column, name, keyword, method; a wrong submission) and less to guesses about the data's
@@ -167,8 +169,8 @@ class ProgramAnalysisWorldModel:
             (the original model); see the module docstring.
     """
 
-    def __init__(self, temperature: float = 0.7, seed: int = 0, time_limit_s: float = 60.0,
-                 startup_s: float = COLD_STARTUP_S, profile: Literal["paper", "pessimistic"] = "paper"):
+    def __init__(self, temperature: float = _WM.temperature, seed: int = 0, time_limit_s: float = 60.0,
+                 startup_s: float = COLD_STARTUP_S, profile: str = _WM.profile):
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         if profile not in PROFILES:
