@@ -353,3 +353,76 @@ def test_without_the_samplers_logprobs_the_rollout_hands_trl_none():
     without = LLMTrajectory(None, 1, True, False, [1], [LLMTurn([5], "", None, None)])
     assert with_lp.logprobs == [-1.0, -2.0, 0.0]
     assert sampling_logprobs([with_lp, without]) is None and sampling_logprobs([with_lp]) == [[-1.0, -2.0, 0.0]]
+
+
+# -- log-probs through TRL's importance-sampling correction -----------------------------------------------------
+
+class SelfScoringGenerator:
+    """Samples with a real model and reports its own log-probs of the sampled tokens, as vLLM would."""
+
+    def __init__(self, model, tokenizer):
+        from wmrl.trainer.llm.generate import TransformersGenerator
+
+        self.model, self.inner = model, TransformersGenerator(model, tokenizer, batch_size=4)
+
+    def generate(self, contexts, max_new_tokens, seed):
+        import torch
+
+        out, _ = self.inner.generate(contexts, max_new_tokens, seed)
+        logprobs = []
+        with torch.no_grad():
+            for ctx, ids in zip(contexts, out):
+                logits = self.model(torch.tensor([list(ctx) + ids])).logits[0, len(ctx) - 1:-1].float()
+                logp = torch.log_softmax(logits, dim=-1)
+                logprobs.append(logp[torch.arange(len(ids)), torch.tensor(ids)].tolist())
+        return out, logprobs
+
+
+def _trl_ratio(folder, tmp_path, rollout_func):
+    """TRL's vLLM importance-sampling ratio of one generation batch, TRL's engine switched on but never started."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], num_generations=2,
+                      per_device_train_batch_size=2, max_steps=1, scale_rewards="none", beta=0.0,
+                      gradient_checkpointing=False, vllm_importance_sampling_mode="token_truncate")
+    trainer = GRPOTrainer(model=str(folder), reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
+                          args=args, train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}]}]),
+                          rollout_func=rollout_func)
+    trainer.use_vllm, trainer._last_loaded_step = True, trainer.state.global_step  # the correction's code path
+    assert trainer.vllm_importance_sampling_correction  # TRL's default
+    trainer.model.train()
+    out = trainer._generate_and_score_completions([{"prompt": [{"role": "user", "content": "x"}]} for _ in range(2)])
+    mask = (out["completion_mask"] * out["tool_mask"]).bool()
+    return out["importance_sampling_ratio"], mask
+
+
+@pytest.mark.slow
+def test_trls_importance_sampling_ratio_is_one_when_the_sampler_is_the_policy(pool, tmp_path, smollm2_folder):
+    """The sampler's log-probs line up with TRL's own on every model token of a multi-turn completion
+    (feedback positions out); shifted by one token they do not; and None, what the rollout returned, is a TypeError."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from wmrl.models import tiny_llama
+
+    folder = tiny_llama(tmp_path / "tiny", smollm2_folder)
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    tok.padding_side = "left"
+    sampler = SelfScoringGenerator(AutoModelForCausalLM.from_pretrained(str(folder)), tok)
+    rows = _roll(tok, sampler, pool["iris_species"], _settings(max_turns=2, max_new_tokens=6), rows=2)
+    assert all(len(r.turns) == 2 and r.turns[0].feedback_ids for r in rows)
+
+    def rollout_func(logprobs):
+        def func(prompts, trainer):
+            return {"prompt_ids": [r.prompt_ids for r in rows], "completion_ids": [r.completion_ids for r in rows],
+                    "logprobs": logprobs, "env_mask": [r.env_mask for r in rows]}
+        return func
+
+    ratio, mask = _trl_ratio(folder, tmp_path / "aligned", rollout_func(sampling_logprobs(rows)))
+    assert mask.sum() == sum(sum(r.env_mask) for r in rows)
+    np.testing.assert_allclose(ratio[mask].numpy(), 1.0, atol=2e-3)  # batch padding: float rounding only
+    shifted = [[0.0, *lp[:-1]] for lp in sampling_logprobs(rows)]
+    ratio, mask = _trl_ratio(folder, tmp_path / "shifted", rollout_func(shifted))
+    assert np.abs(ratio[mask].numpy() - 1.0).max() > 0.1
+    with pytest.raises(TypeError):
+        _trl_ratio(folder, tmp_path / "none", rollout_func(None))
