@@ -46,9 +46,12 @@ def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: in
     rows = [t for t in tasks for _ in range(samples)]
     gen = TransformersGenerator(model, tokenizer, temperature, batch_size=batch_size)
     ledger = ComputeLedger()
-    scorer = Scorer(Sandbox("local", timeout_s=timeout_s), None, ledger, None, 1)
-    trajs = rollout(gen, tokenizer, rows, np.ones(len(rows), bool), np.zeros(len(rows), bool), scorer,
-                    RolloutSettings(contract, 1, max_new_tokens, 64, timeout_s), seed=seed)
+    sandbox = Sandbox("local", timeout_s=timeout_s)
+    scorer = Scorer(sandbox, None, ledger, None, 1)
+    settings = RolloutSettings(sandbox=sandbox.facts, contract=contract, max_turns=1, max_new_tokens=max_new_tokens,
+                               obs_max_tokens=64)
+    trajs = rollout(gen, tokenizer, rows, np.ones(len(rows), bool), np.zeros(len(rows), bool), scorer, settings,
+                    seed=seed)
     ledger.end_step()
     status = [t.turns[0].status("real") for t in trajs]
     per_task = pd.Series([s == "ok" for s in status]).groupby([t.task.name for t in trajs]).mean()
@@ -76,7 +79,7 @@ def target_rate(preset: str = "llm-small", seed: int = 0, pool=None, overrides: 
     cfg = run_config("sft", preset, seed, overrides, agent="llm")
     sb, contract = cfg.sandbox, cfg.llm.contract
     tasks = per_category((pool or get_pool()).train, cfg.train.train_tasks)
-    rows = sft_dataset(tasks, contract, cfg.llm.sft_per_task, seed, sb.timeout_s, sb.memory_mb)
+    rows = sft_dataset(tasks, contract, cfg.llm.sft_per_task, seed, make_sandbox(sb).facts)
     ran = execute_targets(rows, tasks, contract, make_sandbox(sb))
     frame = pd.DataFrame({"task": [t.name for t, _ in ran], "status": [r.status for _, r in ran]})
     return {"preset": preset, "seed": seed, "contract": contract, "targets": len(frame),

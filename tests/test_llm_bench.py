@@ -11,11 +11,12 @@ def test_the_warm_starts_targets_are_the_ones_its_sft_draws_and_each_is_run_in_t
     from bench.llm_bench import target_rate
     from wmrl.presets import run_config
     from wmrl.runs import per_category
+    from wmrl.trainer.components import make_sandbox
     from wmrl.trainer.llm.sft import sft_dataset
 
     cfg = run_config("sft", "llm-smoke", 0, agent="llm")
     tasks = per_category(pool.train, cfg.train.train_tasks)
-    rows = sft_dataset(tasks, cfg.llm.contract, cfg.llm.sft_per_task, 0, cfg.sandbox.timeout_s, cfg.sandbox.memory_mb)
+    rows = sft_dataset(tasks, cfg.llm.contract, cfg.llm.sft_per_task, 0, make_sandbox(cfg.sandbox).facts)
 
     out = target_rate("llm-smoke", 0, pool)
     assert out["targets"] == len(rows) and sum(out["statuses"].values()) == len(rows)
