@@ -1,4 +1,5 @@
-"""RESULTS.md: one row per claim, the notebooks' own sentences, written identically from unchanged results."""
+"""RESULTS.md: the verdict first, one row per claim by family; FINDINGS.md: the notebooks' own sentences; both
+written identically from unchanged results."""
 
 from __future__ import annotations
 
@@ -18,16 +19,17 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     page = results_page.results_page(RESULTS, "small")
+    found = results_page.findings_page(RESULTS, "small")
     vla = results_page._vla_results(RESULTS, "small", [0, 1, 2])
     for c in claims.MAIN + claims.ABLATION + claims.ANCHOR_ONLY + (claims.VLA if isinstance(vla, list) and vla else ()):
         assert page.count(f"\n| {c.id} |") == 1, c.id
     runs = add_totals(load_runs("small", RESULTS, seeds=[0, 1, 2]))
     for sentence in claims.what_we_see(claims.evaluate_claims(runs, claims.MAIN)):
-        assert sentence in page
-    assert "## Where the noise comes from" in page
+        assert sentence in found
+    assert "## Where the noise comes from" in found
     params = notebook_params("small")
     # the header names every seed a row uses: notebook 12's claims are at new seeds, not the preset's
-    assert f"seeds {params['SEEDS']}; notebook 12's confirmatory claims at its new seeds {params['CONFIRM_SEEDS']})" in page
+    assert f"seeds {params['SEEDS']}; notebook 12's claims at its new seeds {params['CONFIRM_SEEDS']})" in page
     # notebook 11's claims: one row each, from its tagged runs
     regime_claims = claims.method_regime(regime.variants("small", params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"]),
                                          run_config("od", "small").method.od_min_pairs,
@@ -38,9 +40,36 @@ def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
 
 def test_the_page_is_rewritten_identically_from_unchanged_results(tmp_path):
     out = results_page.write_results_page(RESULTS, tmp_path / "RESULTS.md", "small")
-    first = out.read_text()
+    first, found = out.read_text(), (tmp_path / results_page.FINDINGS_PAGE).read_text()
     results_page.write_results_page(RESULTS, out, "small")
     assert out.read_text() == first and first == (RESULTS.parent / "RESULTS.md").read_text()
+    assert (tmp_path / results_page.FINDINGS_PAGE).read_text() == found == (RESULTS.parent / "FINDINGS.md").read_text()
+
+
+def test_the_page_answers_first_then_gives_the_families_in_order_within_its_word_budget():
+    page = (RESULTS.parent / "RESULTS.md").read_text()
+    assert page.startswith("# Results\n\n**Does WMRL work at this scale?** ")
+    headings = [line for line in page.splitlines() if line.startswith("## ")]
+    assert headings[:4] == ["## The primary family: Table 1", "## The paper's other tables", "## Beyond the paper",
+                            "## Exploratory"]
+    assert len(page.split()) <= 2500 and "](FINDINGS.md)" in page
+
+
+@pytest.mark.parametrize("verdict, says", [("reproduced", "WMRL beats GRPO"), ("fails", "WMRL falls below GRPO"),
+                                           ("inconclusive", "WMRL cannot be told apart from GRPO")])
+def test_the_verdict_says_in_two_sentences_what_table_1s_wmrl_grpo_claim_and_its_family_found(verdict, says):
+    import pandas as pd
+
+    t = pd.DataFrame({"claim": ["C0", "C1-C2"], "statement": ["s0", "s1"], "paper": ["p", "p"],
+                      "comparison": ["grpo - untrained", "wmrl - grpo"], "mean": [20.0, 2.0], "lo": [5.0, 1.0],
+                      "hi": [35.0, 3.0], "seeds": [3, 3], "mdd": [12.0, 1.5], "p": [0.01, 0.01],
+                      "verdict": ["reproduced", verdict], "verdict_holm": ["reproduced", verdict], "note": ["", ""],
+                      "expect": [">", ">"], "op": ["diff", "diff"], "digits": [1, 1], "unit": ["points", "points"],
+                      "_m": [20.0, 2.0]}).set_index("claim")  # as claims.evaluate_claims returns it
+    text = results_page.verdict(t, [0, 1, 2])
+    assert text.startswith(f"At 3 seeds, {says} on held-out score: ") and f"(C1-C2, {verdict})." in text
+    assert "Of Table 1's 2 claims" in text and "differences of 1.5 points or more" in text and text.count(". ") == 1
+    assert "not known yet" in results_page.verdict(None, [0])
 
 
 def test_a_preset_without_results_says_how_to_make_them(tmp_path):
@@ -58,14 +87,14 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     assert primary and len(block.splitlines()) == len(primary) + 5  # header, rule, rows, blank, In short
     for line in primary:  # each primary claim's id, ours and verdict, as the page has them
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        assert f"| {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | {cells[6]} |" in block
+        assert f"| {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | {cells[5]} |" in block
     (tmp_path / "page.md").write_text("# Results\n\n**In short.** Of the 2 claims, 1 is new.\n")
     (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\nrest\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
     assert (tmp_path / "README.md").read_text() == (f"intro\n{results_page.README_BEGIN}\n**In short.** Of the 2 claims, "
                                                    f"1 is new.\n{results_page.README_END}\nrest\n")
-    row = "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | 3 | 0.4 | reproduced | reproduced | " \
-          "[01_main_table](notebooks/01_main_table.ipynb) | [figure](figures/01_main_table.png) |"
+    row = "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | 0.4 | reproduced | " \
+          "[01_main_table](notebooks/01_main_table.ipynb) |"
     (tmp_path / "page.md").write_text(f"# Results\n\n{row}\n\n**In short.** One.\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
     assert "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | reproduced |\n\n**In short.** One." in \
@@ -79,7 +108,7 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
                       "mdd": [4.0, 12.5, 2.0], "unit": ["points", "points", "x"]}, index=["C0", "C1", "C3"])
     text = results_page.in_short([t], [0, 1, 2])
     assert text.startswith("Of the 3 claims tested on 3 seeds, 1 is reproduced (C0), 1 fails (C3) and 1 is "
-                           "inconclusive (C1); after Holm's correction within each notebook: 0 reproduced, 0 fail, 3")
+                           "inconclusive; after Holm's correction within each notebook: 0 reproduced, 0 fail, 3")
     assert "paired differences of 4.0 to 12.5 points" in text  # the ratio claim's factor is not a difference in points
 
 
@@ -94,7 +123,7 @@ def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_
     said = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream").splitlines()
     claim_lines = [line for line in said if re.match(r"^[A-Z][\w'-]* \(", line) or line.startswith("Of ")]
     assert claim_lines, f"{notebook}'s what-we-see cell printed no claim sentences"
-    page = (RESULTS.parent / "RESULTS.md").read_text()
+    page = (RESULTS.parent / "FINDINGS.md").read_text()
     for line in claim_lines:
         assert line in page, line
 
@@ -106,7 +135,7 @@ def test_the_noise_section_says_what_the_goal_would_cost_from_the_runs_own_wall_
 
     from wmrl.experiments import noise
 
-    page = results_page.results_page(RESULTS, "small")
+    page = results_page.findings_page(RESULTS, "small")
     runs = load_runs("small", RESULTS, seeds=[0, 1, 2])
     arms = ["untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only"]
     t = noise.noise_from_fixed_policy(runs, arms, scale=100)

@@ -9,6 +9,8 @@ results rewrites it identically.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +24,8 @@ from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
 from wmrl.vla.results import history_table, runs_table
 
-__all__ = ["README_BEGIN", "README_END", "in_short", "results_page", "write_readme_summary", "write_results_page"]
+__all__ = ["FINDINGS_PAGE", "README_BEGIN", "README_END", "findings_page", "in_short", "results_page", "verdict",
+           "write_readme_summary", "write_results_page"]
 
 #: (notebook, its claims, its main figure) in the page's order; the claims the paper lacks are marked.
 SECTIONS = (
@@ -42,7 +45,8 @@ README_END = "<!-- results:end -->"
 
 def in_short(tables: list[pd.DataFrame], seeds) -> str:
     """One paragraph over every claims table: how many claims each verdict got (before and after
-    Holm's correction, which is per notebook) and the detectable differences the seeds allowed."""
+    Holm's correction, which is per notebook; the reproduced and failing ones by name) and the
+    detectable differences the seeds allowed."""
     if not tables:
         return "No claims could be tested yet: run `python -m wmrl.reproduce`."
     t = pd.concat(tables)
@@ -52,13 +56,12 @@ def in_short(tables: list[pd.DataFrame], seeds) -> str:
     r, f, i = (n.get(v, 0) for v in ids)
     text = (f"Of the {len(t)} claims tested on {len(seeds)} seeds, {r} {_be(r)} reproduced "
             f"({ids['reproduced'] or 'none'}), {f} {'fails' if f == 1 else 'fail'} "
-            f"({ids['fails'] or 'none'}) and {i} {_be(i)} inconclusive "
-            f"({ids['inconclusive'] or 'none'}); after Holm's "
+            f"({ids['fails'] or 'none'}) and {i} {_be(i)} inconclusive; after Holm's "
             f"correction within each notebook: {holm.get('reproduced', 0)} reproduced, {holm.get('fails', 0)} fail, "
             f"{holm.get('inconclusive', 0)} inconclusive.")
     if len(points):
-        text += (f" The seeds detect (80% power) paired differences of {points.min():.1f} to {points.max():.1f} points "
-                 "of held-out Avg or success, against the paper's effects of 1-5 points.")
+        text += (f" The seeds detect (80% power) paired differences of {points.min():.1f} to {points.max():.1f} points; "
+                 "the paper's effects are 1-5 points.")
     return text
 
 
@@ -188,56 +191,75 @@ def _llm_agent(results: Path, preset: str) -> list[str] | None:
         return None
     r = llm_agent.readout(runs, arms)
     lines = ["## The language-model agent", "",
-             (f"[07_llm_agent](notebooks/07_llm_agent.ipynb) trains SmolLM2-135M-Instruct with GRPO on TRL at preset "
-              f"`{llm_preset}`, seeds {sorted(set(runs.seed))} (a supervised warm start first; the notebook lists what "
-              "differs from the paper). Its claims are not counted above: with one seed each is inconclusive by "
-              "construction. Beside each, the same difference paired over the held-out tasks of the one training run."),
-             "", "| claim | statement | paper | ours (95% CI) | seeds | verdict | over held-out tasks (95% CI) |",
-             "|---|---|---|---|---|---|---|"]
+             (f"[07_llm_agent](notebooks/07_llm_agent.ipynb): SmolLM2-135M-Instruct, GRPO on TRL, preset "
+              f"`{llm_preset}`, seeds {sorted(set(runs.seed))}; not counted above (one seed). Last column: paired over "
+              "held-out tasks."),
+             "", "| claim | statement | paper | ours (95% CI) | verdict | over tasks (95% CI) |",
+             "|---|---|---|---|---|---|"]
     shown = claims.claims_display(r.claims)
     for cid, c in shown.iterrows():
         tasks = (f"{r.by_task.loc[cid, 'over tasks (95% CI)']} ({r.by_task.loc[cid, 'verdict over tasks']})"
                  if cid in r.by_task.index else "")
-        lines.append("| " + " | ".join(_cell(v) for v in (cid, c.statement, c.paper, c["ours (95% CI)"], c.seeds,
-                                                           c.verdict, tasks)) + " |")
+        lines.append("| " + " | ".join(_cell(v) for v in (cid, c.statement, c.paper, c["ours (95% CI)"], c.verdict,
+                                                           tasks)) + " |")
     return lines + ["", " ".join(r.sentences), ""]
 
 
-def _claims_rows(table: pd.DataFrame, notebook: str, figure: str) -> list[str]:
+NOT_IN_PAPER = re.compile(r"^(not tested in the paper|not in the paper|beyond the paper)[;:]? *")
+
+
+def _paper_cell(text: str) -> str:
+    """``-`` for a claim the paper does not test (what follows the phrase is kept: ``- (Assumption 6 is assumed)``)."""
+    rest = NOT_IN_PAPER.sub("", str(text), count=1)
+    return str(text) if rest == str(text) else ("- " + rest).strip()
+
+
+def _claims_rows(table: pd.DataFrame, notebook: str) -> list[str]:
     shown = claims.claims_display(table)
     out = []
     for cid, r in shown.iterrows():
         out.append("| " + " | ".join(_cell(v) for v in (
-            cid, r.statement, r.paper, r["ours (95% CI)"], r.seeds, r["detectable (80%)"], r.verdict,
-            r["verdict (Holm)"], f"[{notebook}](notebooks/{notebook}.ipynb)", f"[figure](figures/{figure})")) + " |")
+            cid, r.statement, _paper_cell(r.paper), r["ours (95% CI)"], r["detectable (80%)"], r.verdict,
+            f"[{notebook}](notebooks/{notebook}.ipynb)")) + " |")
     return out
 
 
-def results_page(results: str | Path, preset: str = "small") -> str:
-    """The page's Markdown, from the results of ``preset`` under ``results``."""
+CLAIMS_HEADER = ["| claim | statement | paper | ours (95% CI) | detectable | verdict | notebook |",
+                 "|---|---|---|---|---|---|---|"]
+#: The page's families after the primary one: (heading, what it holds, its notebooks in order).
+FAMILIES = (
+    ("The paper's other tables", "Table 3's ablation and Table 2's embodied transfer.",
+     ("02_ablations", "06_vla")),
+    ("Beyond the paper", "What the paper does not measure, and every new ablation.",
+     ("03_anchor_only", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget", "12_confirmatory")),
+    ("Exploratory", "Is the method in its regime here? Chosen after seeing the runs: leads, not tests.",
+     ("11_method_regime",)),
+)
+FINDINGS_PAGE = "FINDINGS.md"
+
+
+@dataclass
+class _Read:
+    """Everything the two pages say, computed once from ``results/``."""
+
+    preset: str
+    params: dict
+    tables: dict = field(default_factory=dict)  # notebook -> its claims table
+    paragraphs: dict = field(default_factory=dict)  # notebook -> (title, sentences)
+    llm: list | None = None
+    noise: list = field(default_factory=list)
+
+
+def _read(results: str | Path, preset: str) -> _Read:
     results = Path(results)
     params = notebook_params(preset)
     seeds = params["SEEDS"]
+    out = _Read(preset, params)
     runs = _train_runs(results, preset, seeds)
     found = _vla_results(results, preset, seeds)
     vla = found if isinstance(found, str) else runs_table(found) if found else None
-    lines = [
-        "# Results",
-        "",
-        (f"Generated by `python -m wmrl.reproduce` from `results/` (preset `{preset}`, seeds {seeds}; notebook 12's "
-        f"confirmatory claims at its new seeds {params['CONFIRM_SEEDS']}); do not edit by hand. Each claim of the "
-        "paper is a seed-paired comparison: ours is the mean with its 95% Student-t interval over seeds (percentile "
-        "points, or a ratio); *detectable* is the smallest true difference the seeds would detect with 80% power "
-        "(two-sided 5% test); the *verdict* is **reproduced** when the interval lies on the "
-        "paper's side, **fails** when it lies on the other side, **inconclusive** when it straddles it; *Holm* is the "
-        "verdict after Holm's correction over the claims of the same notebook. Rows Q1-Q3 test the arm the paper "
-        "lacks (`anchor_only`)."),
-        "",
-        "| claim | statement | paper | ours (95% CI) | seeds | detectable | verdict | Holm | notebook | figure |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    paragraphs, tables = {}, []
-    for notebook, claim_list, figure, title in SECTIONS:
+    paragraphs, tables = out.paragraphs, out.tables
+    for notebook, claim_list, _figure, title in SECTIONS:
         data = vla if notebook == "06_vla" else runs
         if isinstance(data, str):
             paragraphs[notebook] = (title, [f"Its results could not be read: {data}"])
@@ -248,8 +270,7 @@ def results_page(results: str | Path, preset: str = "small") -> str:
             paragraphs[notebook] = (title, [f"No results of preset `{preset}` yet: run `python -m wmrl.reproduce`."])
             continue
         table = claims.evaluate_claims(data, chosen)
-        tables.append(table)
-        lines += _claims_rows(table, notebook, figure)
+        tables[notebook] = table
         paragraphs[notebook] = (title, claims.what_we_see(table)
                                 + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
     tagged_notebooks = (  # notebooks whose claims need tagged runs: (name, title, default runs read, readout)
@@ -267,13 +288,12 @@ def results_page(results: str | Path, preset: str = "small") -> str:
     for notebook, title, needs, readout in tagged_notebooks:
         if runs is None or not needs <= set(runs.arm):
             continue
-        found = readout(results, preset, seeds, runs)
-        if isinstance(found, str):
-            paragraphs[notebook] = (title, [found])
+        got = readout(results, preset, seeds, runs)
+        if isinstance(got, str):
+            paragraphs[notebook] = (title, [got])
         else:
-            tables.append(found[0])
-            lines += _claims_rows(found[0], notebook, f"{notebook}.png")
-            paragraphs[notebook] = (title, found[1])
+            tables[notebook] = got[0]
+            paragraphs[notebook] = (title, got[1])
     theory = results / "theory"
     if (theory / "thm3_curves.parquet").is_file():
         paragraphs["00_theory"] = ("Theorems 3-4, Lemma 12, Assumption 6 on a synthetic problem",
@@ -288,15 +308,86 @@ def results_page(results: str | Path, preset: str = "small") -> str:
         if profile.is_file():
             sentences += findings.profile_findings(summary_table(pd.read_parquet(profile)))
         paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", sentences)
-    lines[4:4] = ["**In short.** " + in_short(tables, seeds), ""]
-    lines += [""] + (_llm_agent(results, preset) or [])
-    lines += ["## What each notebook shows", ""]
-    for notebook in sorted(paragraphs):
-        title, sentences = paragraphs[notebook]
-        lines += [f"**[{notebook}](notebooks/{notebook}.ipynb)** ({title}). " + " ".join(sentences), ""]
+    out.llm = _llm_agent(results, preset)
     if runs is not None and "untrained" in set(runs.arm) and runs[runs.arm == "untrained"].seed.nunique() > 1:
-        lines += _noise_section(runs)
+        out.noise = _noise_section(runs)
+    return out
+
+
+def verdict(table: pd.DataFrame | None, seeds) -> str:
+    """Two sentences that answer "does WMRL work at this scale?" from the primary family's claims table."""
+    if table is None or table.empty:
+        return "Whether WMRL works at this scale is not known yet: Table 1's runs are missing (run `make reproduce`)."
+    t = table  # claims.evaluate_claims's table, indexed by claim
+    head = next((cid for cid, c in t.comparison.items() if str(c).startswith("wmrl - grpo")), t.index[0])
+    r, shown = t.loc[head], claims.claims_display(t).loc[head]
+    says = {"reproduced": "WMRL beats GRPO", "fails": "WMRL falls below GRPO",
+            "inconclusive": "WMRL cannot be told apart from GRPO"}[r.verdict]
+    n = t.verdict.value_counts()
+    points = t[t.unit == "points"].mdd.dropna()
+    first = (f"At {len(seeds)} seeds, {says} on held-out score: "
+             f"{shown['ours (95% CI)']} points ({head}, {r.verdict}).")
+    second = (f"Of Table 1's {len(t)} claims, {n.get('reproduced', 0)} {_be(n.get('reproduced', 0))} reproduced, "
+              f"{n.get('fails', 0)} {'fails' if n.get('fails', 0) == 1 else 'fail'} and {n.get('inconclusive', 0)} "
+              f"{_be(n.get('inconclusive', 0))} inconclusive")
+    if len(points):
+        second += f"; the seeds detect only differences of {points.min():.1f} points or more, the paper's are 1-5"
+    return f"{first} {second}."
+
+
+def _render_results(read: _Read) -> str:
+    params, seeds = read.params, read.params["SEEDS"]
+    primary = read.tables.get(PRIMARY)
+    lines = ["# Results", "", "**Does WMRL work at this scale?** " + verdict(primary, seeds), "",
+             "**In short.** " + in_short(list(read.tables.values()), seeds), "",
+             (f"Generated by `python -m wmrl.reproduce` from `results/` (preset `{read.preset}`, seeds {seeds}; notebook "
+              f"12's claims at its new seeds {params['CONFIRM_SEEDS']}). Ours: the seed-paired mean and 95% "
+              "interval; *detectable*: the smallest difference the seeds detect (80% power); verdict: the interval on "
+              "the paper's side, the other side, or across; `-`: not in the paper. Verdicts after Holm's correction, "
+              f"and what each notebook shows: [{FINDINGS_PAGE}]({FINDINGS_PAGE})."), ""]
+    lines += ["## The primary family: Table 1", "",
+              "WMRL, GRPO and a pure world model ([figure](figures/01_main_table.png)).", ""]
+    lines += (CLAIMS_HEADER + _claims_rows(primary, PRIMARY)) if primary is not None else [
+        read.paragraphs.get(PRIMARY, ("", ["No runs yet."]))[1][0]]
+    lines.append("")
+    known = {PRIMARY} | {n for _, _, notebooks in FAMILIES for n in notebooks}
+    for heading, about, notebooks in FAMILIES:
+        here = [n for n in notebooks if n in read.tables]
+        if heading == "Beyond the paper":  # every other notebook that declared claims (a new ablation) joins here
+            here += sorted(n for n in read.tables if n not in known)
+        if not here:
+            continue
+        lines += [f"## {heading}", "", about, "", *CLAIMS_HEADER]
+        for notebook in here:
+            lines += _claims_rows(read.tables[notebook], notebook)
+        lines.append("")
+    if read.llm:  # its table here; its sentences on the findings page
+        lines += read.llm[:-2]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _render_findings(read: _Read) -> str:
+    lines = ["# What each notebook shows", "",
+             ("Generated beside [RESULTS.md](RESULTS.md) from the same results and calls; each notebook's closing "
+             "sentences, computed from its claims table and readouts, so they say no more than the numbers."), ""]
+    for notebook in sorted(read.paragraphs):
+        title, sentences = read.paragraphs[notebook]
+        lines += [f"**[{notebook}](notebooks/{notebook}.ipynb)** ({title}). " + " ".join(sentences), ""]
+    if read.llm:
+        lines += ["**[07_llm_agent](notebooks/07_llm_agent.ipynb)** (the language-model agent). " + read.llm[-2], ""]
+    lines += read.noise
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def results_page(results: str | Path, preset: str = "small") -> str:
+    """RESULTS.md's Markdown, from the results of ``preset`` under ``results``: the verdict, then the claims
+    tables by family (the primary one, the paper's other tables, beyond the paper, exploratory)."""
+    return _render_results(_read(results, preset))
+
+
+def findings_page(results: str | Path, preset: str = "small") -> str:
+    """FINDINGS.md's Markdown: what each notebook shows, in its own computed sentences, and the noise section."""
+    return _render_findings(_read(results, preset))
 
 
 def _noise_section(runs: pd.DataFrame) -> list[str]:
@@ -323,11 +414,13 @@ def _noise_section(runs: pd.DataFrame) -> list[str]:
 
 
 def write_results_page(results: str | Path, out: str | Path, preset: str = "small") -> Path:
-    """Write :func:`results_page` to ``out`` (only when it changed) and return its path."""
+    """Write :func:`results_page` to ``out`` and :func:`findings_page` beside it (each only when it changed);
+    return ``out``."""
     out = Path(out)
-    text = results_page(results, preset)
-    if not out.is_file() or out.read_text() != text:
-        out.write_text(text)
+    read = _read(results, preset)
+    for path, text in ((out, _render_results(read)), (out.with_name(FINDINGS_PAGE), _render_findings(read))):
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
     return out
 
 
@@ -340,8 +433,8 @@ def write_readme_summary(page: str | Path, readme: str | Path) -> None:
     primary = ["| claim | statement | paper | ours (95% CI) | verdict |", "|---|---|---|---|---|"]
     for line in page_lines:  # the primary family: Table 1's claims (notebook 01), five of the page's columns
         cells = [c.strip() for c in line.strip("|").split(" | ")] if line.startswith("| ") else []
-        if len(cells) == 10 and f"/{PRIMARY}.ipynb)" in cells[8]:
-            primary.append("| " + " | ".join(cells[i] for i in (0, 1, 2, 3, 6)) + " |")
+        if len(cells) == len(CLAIMS_HEADER[1].split("|")) - 2 and f"/{PRIMARY}.ipynb)" in cells[-1]:
+            primary.append("| " + " | ".join(cells[i] for i in (0, 1, 2, 3, 5)) + " |")
     text = readme.read_text()
     if README_BEGIN not in text or README_END not in text:
         raise ValueError(f"{readme} has no results block ({README_BEGIN} ... {README_END})")
