@@ -155,6 +155,8 @@ plt.show()
 CLAIMS = [claims.Claim(f"A{i + 1}", f"{label} beats {BASE}", "(your hypothesis)", label, BASE, expect=">")
           for i, label in enumerate(LABELS)]
 verdicts = claims.evaluate_claims(runs, CLAIMS)
+if cfg.train:  # declare them: RESULTS.md lists this notebook's claims under "Beyond the paper"
+    nb.save_claims(verdicts, cfg, f"{BASE} with {ABL_OVERRIDES}" + (f", over {ABL_SWEEP}" if ABL_SWEEP else ""))
 with pd.option_context("display.width", 200, "display.max_colwidth", 80):
     print(claims.claims_display(verdicts).to_string())
 

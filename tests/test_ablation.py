@@ -19,6 +19,7 @@ from wmrl.experiments import ablation
 from wmrl.experiments import notebook as nb
 from wmrl.experiments.__main__ import main
 from wmrl.experiments.collect import ensure_runs
+from wmrl.experiments.results_page import findings_page, results_page
 
 papermill = pytest.importorskip("papermill")
 
@@ -80,6 +81,12 @@ def test_new_ablation_writes_a_paired_notebook_that_trains_and_compares_at_the_s
     side = json.loads((lab["figures"] / "07_fusion.png.provenance.json").read_text())
     assert side["notebook"] == "07_fusion", "figures and provenance are named after the notebook"
     assert "train/smoke/wmrl~fusion/seed0/summary.json" in side["sources"]
+    # the notebook declared its claims: the results page lists them under "Beyond the paper", no library edit
+    page = results_page(lab["results"], "smoke")
+    beyond = page.split("## Beyond the paper", 1)[1]
+    assert "| A1 | wmrl~fusion beats wmrl |" in beyond and "[07_fusion](notebooks/07_fusion.ipynb)" in beyond
+    assert "**[07_fusion](notebooks/07_fusion.ipynb)** (wmrl with {'method.fusion': 'scale_only'})" in \
+        findings_page(lab["results"], "smoke")
 
 
 @pytest.mark.slow

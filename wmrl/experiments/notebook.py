@@ -45,9 +45,11 @@ __all__ = [
     "available_presets",
     "check_choice",
     "check_params",
+    "declared_claims",
     "ensure_kernel",
     "load_results",
     "provenance_table",
+    "save_claims",
     "save_figure",
     "save_results",
     "use_style",
@@ -228,6 +230,32 @@ def load_results(name: str, cfg: NotebookConfig, subdir: str):
     raise ParameterError(
         f"no result {name!r} in {folder}; run the notebook with MODE='train' (and the same RESULTS_DIR) first"
     )
+
+
+CLAIMS_SUBDIR = "claims/{preset}"  # under RESULTS_DIR: one declared claims table per notebook
+
+
+def save_claims(table: pd.DataFrame, cfg: NotebookConfig, title: str) -> Path:
+    """Declare a notebook's claims: its claims table (:func:`wmrl.experiments.claims.evaluate_claims`'s)
+    with the notebook's ``title``, in ``claims/<preset>/<notebook>.parquet`` under ``RESULTS_DIR`` with
+    provenance. RESULTS.md lists every declared table it does not compute itself (a new ablation's),
+    so a notebook reaches the page with no edit to library code. Call it in train mode."""
+    if "claim" in table.columns or table.index.name != "claim":
+        raise ValueError("save_claims takes claims.evaluate_claims's table, indexed by claim")
+    if not isinstance(title, str) or not title.strip():
+        raise ParameterError("save_claims needs the notebook's title (a few words: what it compares)")
+    return save_results(table.reset_index().assign(title=title), cfg.notebook, cfg,
+                        CLAIMS_SUBDIR.format(preset=cfg.preset))
+
+
+def declared_claims(results_dir: str | Path, preset: str) -> dict[str, tuple[str, pd.DataFrame]]:
+    """Every claims table :func:`save_claims` wrote at ``preset``: ``{notebook: (title, table)}``."""
+    folder = Path(results_dir) / CLAIMS_SUBDIR.format(preset=preset)
+    out = {}
+    for path in sorted(folder.glob("*.parquet")):
+        frame = pd.read_parquet(path)
+        out[path.stem] = (str(frame.pop("title").iloc[0]) if len(frame) else path.stem, frame.set_index("claim"))
+    return out
 
 
 def provenance_table(cfg: NotebookConfig, subdir: str) -> pd.DataFrame:

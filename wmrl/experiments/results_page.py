@@ -20,6 +20,7 @@ from wmrl.experiments import claims, exploit_stress, findings, llm_agent, noise,
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.fidelity_dial import dial_claims, level_arms, oracle_tag
+from wmrl.experiments.notebook import declared_claims
 from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
 from wmrl.vla.results import history_table, runs_table
@@ -308,6 +309,10 @@ def _read(results: str | Path, preset: str) -> _Read:
         if profile.is_file():
             sentences += findings.profile_findings(summary_table(pd.read_parquet(profile)))
         paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", sentences)
+    for notebook, (title, table) in declared_claims(results, preset).items():  # e.g. a new ablation's
+        if notebook not in tables and not table.empty:
+            tables[notebook] = table
+            paragraphs[notebook] = (title, claims.what_we_see(table))
     out.llm = _llm_agent(results, preset)
     if runs is not None and "untrained" in set(runs.arm) and runs[runs.arm == "untrained"].seed.nunique() > 1:
         out.noise = _noise_section(runs)
