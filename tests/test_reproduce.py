@@ -208,10 +208,12 @@ def _dry_run(target: str) -> str:
 
 def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_read_from_them(results, tmp_path):
     import json
+    from datetime import UTC, datetime
 
     def summary(folder, wall):
         folder.mkdir(parents=True, exist_ok=True)
-        prov = {"machine": {"cpu_count": 2}, "git_commit": "abcdef0123", "date": "2030-01-02T03:04:05+00:00"}
+        when = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC).isoformat()
+        prov = {"machine": {"cpu_count": 2}, "git_commit": "abcdef0123", "date": when}
         (folder / "summary.json").write_text(json.dumps({"wall_s": wall, "provenance": prov}))
 
     train = results / "train" / "small"
