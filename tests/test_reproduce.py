@@ -18,13 +18,14 @@ def calls(monkeypatch):
     monkeypatch.setattr(reproduce, "replay_notebook", lambda name, kernel, timeout: seen.append(("replay", name)))
     monkeypatch.setattr(reproduce, "write_results_page", lambda *a: seen.append(("page",)))
     monkeypatch.setattr(reproduce, "write_readme_summary", lambda *a: seen.append(("readme",)))
+    monkeypatch.setattr(reproduce, "record_durations", lambda runs: seen.append(("durations",)))
     return seen
 
 
 def test_the_replayed_preset_trains_replays_and_rewrites_the_page_and_the_readme(calls):
     assert reproduce.main(["--only", "00_theory", "01_main_table"]) == 0
     assert calls == [("train", "00_theory", "small"), ("replay", "00_theory"), ("train", "01_main_table", "small"),
-                     ("replay", "01_main_table"), ("page",), ("readme",)]
+                     ("replay", "01_main_table"), ("durations",), ("page",), ("readme",)]
 
 
 @pytest.mark.parametrize("argv, folder, seeds", [(["--seeds", "0"], "small-seeds0", {"SEEDS": [0]}),
@@ -173,6 +174,31 @@ def test_fresh_removes_the_campaigns_selection_before_training_and_keeps_the_res
     assert calls[0] == ("train", "08_fidelity_dial", "small")
 
 
+def test_a_campaign_records_each_notebooks_measured_durations_and_the_timings_keep_them(results, tmp_path):
+    import json
+
+    runs = [reproduce.NotebookRun("08_fidelity_dial", train_s=61.23, replay_s=2.0),
+            reproduce.NotebookRun("09_exploit_stress", status="failed", train_s=5.0)]
+    path = tmp_path / "timings.json"
+    path.write_text(json.dumps({"paper": {"runs": 1}}))
+    reproduce.record_durations(runs, path)
+    kept = json.loads(path.read_text())
+    assert kept["paper"] == {"runs": 1} and list(kept["measured"]) == ["08_fidelity_dial"]  # a failed one is not timed
+    assert kept["measured"]["08_fidelity_dial"]["train_s"] == 61.2
+    assert {"commit", "date", "cores"} <= set(kept["measured"]["08_fidelity_dial"])
+    readme = tmp_path / "README.md"
+    readme.write_text("no table here\n")
+    reproduce.write_timings(results, path, readme)
+    assert json.loads(path.read_text())["measured"] == kept["measured"]
+
+
+@pytest.mark.parametrize("argv, recorded", [(["--only", "00_theory"], True), (["--only", "00_theory", "--replay-only"], False),
+                                            (["--only", "00_theory", "--seeds", "0"], False)])
+def test_only_a_training_run_at_the_committed_preset_records_durations(calls, argv, recorded):
+    assert reproduce.main(argv) == 0
+    assert (("durations",) in calls) == recorded
+
+
 def test_fresh_needs_a_campaign_that_trains(calls, capsys):
     for argv in (["--fresh"], ["--only", "00_theory", "--fresh"], ["--campaign", "paper", "--fresh", "--replay-only"]):
         with pytest.raises(SystemExit):
@@ -241,5 +267,6 @@ def test_the_committed_timings_are_the_committed_runs_and_the_readme_shows_them(
     import json
 
     committed = json.loads(reproduce.TIMINGS.read_text())
+    committed.pop("measured", None)  # the notebooks' durations, kept from the last campaign
     assert committed == reproduce.timings()
     assert reproduce.quickstart_table(committed) in reproduce.README.read_text()

@@ -35,7 +35,9 @@ the others still run, and the exit status is non-zero.
 
 The quick-start table's times are read from ``results/timings.json`` (:func:`timings`): each
 campaign's training runs under ``results/`` and the wall time their ``summary.json`` recorded, with
-the machines and commits they ran at, so the README cannot disagree with the runs it describes.
+the machines and commits they ran at, so the README cannot disagree with the runs it describes. A
+campaign at the committed preset also records each notebook's measured train and replay seconds
+there (``measured``, :func:`record_durations`).
 """
 
 from __future__ import annotations
@@ -53,10 +55,10 @@ import nbformat
 from wmrl.campaigns import CAMPAIGNS, campaign_of, selection
 from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
-from wmrl.provenance import REPO, atomic_path
+from wmrl.provenance import REPO, atomic_path, provenance
 
 __all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "campaign_of", "discover", "main", "quickstart_table",
-           "replay_notebook", "timings", "train_notebook", "write_timings"]
+           "record_durations", "replay_notebook", "timings", "train_notebook", "write_timings"]
 
 NOTEBOOKS = REPO / "notebooks"
 RESULTS = REPO / "results"
@@ -207,9 +209,30 @@ def quickstart_table(times: dict) -> str:
 BEGIN, END = "<!-- quickstart:begin", "<!-- quickstart:end -->"
 
 
+def _committed_timings(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def record_durations(runs: list[NotebookRun], path: Path = TIMINGS) -> None:
+    """Keep each trained notebook's measured train and replay seconds in ``timings.json`` (``measured``), with
+    the commit, date and cores they ran at; the other entries are left as they are."""
+    prov = provenance()
+    stamp = {"commit": prov["git_commit"][:7], "date": prov["date"][:10], "cores": prov["machine"]["cpu_count"]}
+    times = _committed_timings(path)
+    measured = times.setdefault("measured", {})
+    for r in runs:
+        if r.status == "ok" and r.train_s is not None:
+            measured[r.name] = {"train_s": round(r.train_s, 1), "replay_s": round(r.replay_s or 0.0, 1), **stamp}
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(times, indent=1) + "\n")
+
+
 def write_timings(results: Path = RESULTS, path: Path = TIMINGS, readme: Path = README) -> dict:
-    """Write ``timings.json`` and the README's quick-start table between its markers."""
+    """Write ``timings.json`` (the runs' times; the notebooks' ``measured`` durations are kept) and the README's
+    quick-start table between its markers."""
     times = timings(results)
+    if "measured" in _committed_timings(path):
+        times["measured"] = _committed_timings(path)["measured"]
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(times, indent=1) + "\n")
     text = readme.read_text()
@@ -285,6 +308,8 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001 -- report it and go on with the next notebook
             run.status, run.detail = "failed", str(e)
         runs.append(run)
+    if replays and not args.replay_only and any(r.train_s is not None for r in runs):
+        record_durations(runs)  # a campaign at the committed preset: how long each notebook took
     if replays:
         page = NotebookRun("RESULTS.md")
         try:
