@@ -322,7 +322,8 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
     monkeypatch.setattr(llm_train, "TransformersGenerator", EveryOtherReplyASolution)
     out = tmp_path / "wmrl"
     summary = run_arm("wmrl", "llm-smoke", 0, out, agent="llm", memo_path=tmp_path / "memo.sqlite", progress=False,
-                      overrides={"agent.model": str(tiny_model), "llm.max_new_tokens": 512})
+                      # a turn of real code is up to ~550 tokens: a budget under it is refused by the rollout
+                      overrides={"agent.model": str(tiny_model), "llm.max_new_tokens": 1024})
     steps = _check_llm_run_folder("wmrl", out, summary)
     assert scripted["n"] > 0
     pairs = pd.read_parquet(out / "pairs.parquet")

@@ -150,7 +150,7 @@ class LLMConfig:
     #: ``dapo`` over the step's model tokens; TRL's entropy bonus is a per-token mean under both, so
     #: only ``dapo`` weighs it as a per-token coefficient (the paper preset's; see ``trainer_args``)
     loss_type: Literal["dr_grpo", "grpo", "bnpo", "dapo"] = "dr_grpo"
-    micro_batch: int = 4  # rows per forward/backward pass (gradient accumulation fills the step)
+    micro_batch: int = 4  # rows per forward/backward pass of a process (accumulation fills its share of a step)
     #: rollout engine: the policy in this process (``transformers``) or TRL's ``vllm`` (GPU)
     generation: Literal["transformers", "vllm"] = "transformers"
     vllm_mode: Literal["colocate", "server"] = "colocate"
@@ -158,6 +158,16 @@ class LLMConfig:
     #: True lets a reasoning model think in a ``<think>`` block before its answer, within the
     #: turn's ``max_new_tokens``; False renders an empty block in the generation prompt
     enable_thinking: bool = True
+    #: where the policy trains, generates and is evaluated: ``auto``, the GPU of this process when
+    #: there is one (under several processes, the process's own: accelerate's local device), else
+    #: the CPU; ``cuda``, that GPU or an error; ``cpu``, the CPU even beside a GPU
+    device: Literal["auto", "cuda", "cpu"] = "auto"
+    #: recompute activations in the backward pass instead of keeping them (transformers'
+    #: ``activation_checkpointing``, formerly ``gradient_checkpointing``): less memory for more
+    #: compute. Off by default: on CPU compute is what is short; the paper preset turns it on (its
+    #: trajectories reach ~21k tokens). Under FSDP, accelerate's ``fsdp_activation_checkpointing``
+    #: does the same without the extra all-gather this one costs in the backward pass
+    gradient_checkpointing: bool = False
 
     def __post_init__(self):
         check_section(self)
@@ -179,7 +189,7 @@ class TrainConfig:
     temperature: float = 1.0  # paper: sampling temperature 1.0
     std_normalize: bool = False  # divide group advantages by the group std (Sec. 3.1: optional)
     train_tasks: int = 0  # training tasks per category (the smallest first); 0: all of them
-    checkpoint_every: int = 1  # steps between checkpoints (a killed run resumes from the last)
+    checkpoint_every: int = 1  # steps between checkpoints (a killed run resumes from the last; LLM: model and optimiser)
 
     def __post_init__(self):
         check_section(self)
@@ -391,7 +401,8 @@ _SECTIONS = {"agent": AgentConfig, "llm": LLMConfig, "train": TrainConfig, "meth
 
 #: Dotted fields that set how fast a run goes or where it writes, not what it computes.
 SCHEDULING_FIELDS = ("sandbox.workers", "sandbox.gpu_devices", "world_model.max_concurrency",
-                     "world_model.gpu_memory_utilization", "llm.micro_batch", "paths.results_dir", "paths.pool")
+                     "world_model.gpu_memory_utilization", "llm.micro_batch", "llm.device",
+                     "llm.gradient_checkpointing", "paths.results_dir", "paths.pool")
 
 
 class ConfigTree:

@@ -108,6 +108,39 @@ class ComputeLedger:
     def state_dict(self) -> dict:
         return {"step": self.step, "rows": list(self._rows), "apart": list(self._apart)}
 
+    @classmethod
+    def from_state_dict(cls, state: dict) -> ComputeLedger:
+        """A ledger holding ``state`` (:meth:`state_dict`'s)."""
+        ledger = cls()
+        ledger.load_state_dict(state)
+        return ledger
+
+    @classmethod
+    def summed(cls, ledgers) -> ComputeLedger:
+        """One ledger of the closed steps of ``ledgers``, each step's seconds and counts summed per component.
+
+        The bill of a run of several processes: each process keeps the ledger of its own work (its
+        share of the generation, the executions, the update), and the run's cost is their sum, as a
+        GPU-hour bill sums its cards. A step some ledger did not reach counts the others' rows only.
+        """
+        ledgers = list(ledgers)
+        if not ledgers:
+            raise ValueError("summed() needs at least one ledger")
+        order = {c: i for i, c in enumerate(COMPONENTS + APART)}
+        out = cls()
+        for attr in ("_rows", "_apart"):
+            acc: dict[tuple, dict] = {}
+            for ledger in ledgers:
+                for r in getattr(ledger, attr):
+                    row = acc.setdefault((r["step"], r["component"]), {
+                        "step": r["step"], "component": r["component"], "actual_s": 0.0, "charged_s": 0.0, "count": 0})
+                    row["actual_s"] += r["actual_s"]
+                    row["charged_s"] += r["charged_s"]
+                    row["count"] += r["count"]
+            setattr(out, attr, sorted(acc.values(), key=lambda r: (r["step"], order[r["component"]])))
+        out.step = max(ledger.step for ledger in ledgers)
+        return out
+
     def load_state_dict(self, state: dict) -> None:
         self.step, self._rows, self._apart = state["step"], list(state["rows"]), list(state.get("apart", []))
         self._open.clear()

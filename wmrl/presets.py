@@ -196,7 +196,17 @@ PRESETS.update({p.name: p for p in (
         "policy, KL and entropy per token of the step), temperature 1.0, "
         "~10% anchors (one group of eight), OD after 200 pairs and every 64, rho <= 4, avg@8, a 1200 s "
         "execution budget in Docker sandboxes, vLLM generation; launched with accelerate (the command is in "
-        "wmrl/trainer/llm/accelerate/paper_8gpu.yaml).",
+        "wmrl/trainer/llm/accelerate/paper_8gpu.yaml). A step is the 64 trajectories in total, whatever the "
+        "number of processes (4 on the 8-GPU node, whose other 4 GPUs serve the world model and the sandboxes: "
+        "16 rows each). Sized to fit a 4B model (Qwen3-4B: 36 layers, hidden "
+        "2560, vocabulary 151,936) on 80 GB cards, assuming 4 processes under FSDP full sharding in bf16: "
+        "fp32 weights, gradients and Adam's two moments are 16 bytes a parameter, 64 GB over 4 cards (16 GB "
+        "each), the reference model for the KL another 2 GB each; a trajectory reaches ~21k tokens (a prompt "
+        "and 4 turns of 4096 + 1024 + 32), so one row per forward/backward pass (its logits are ~6.4 GB in "
+        "bf16, ~13 GB upcast to fp32 for the log-softmax) with gradient checkpointing (activations kept at "
+        "36 layer boundaries, ~4 GB, instead of every layer's), leaving room for the colocated vLLM engine's "
+        "weights and KV cache. A checkpoint (weights and optimiser state, ~64 GB) every 10 steps, not every "
+        "step: a step takes minutes to hours (executions of up to 1200 CPU s), so a kill loses at most 10.",
         run={"agent.model": "Qwen/Qwen3-4B", "train.steps": 400, "train.groups_per_step": 8, "train.group_size": 8,
              "train.max_turns": 4, "train.lr": 1e-6, "eval.every": 50, "eval.samples": 8,
              "method.od_min_pairs": 200, "method.od_refit_every": 64, "sandbox.timeout_s": 1200.0,
@@ -204,7 +214,8 @@ PRESETS.update({p.name: p for p in (
              "sandbox.image": "wmrl-sandbox:cuda", "sandbox.workers": 8, "world_model.kind": "llm",
              "world_model.backend": "openai", "world_model.base_url": "http://127.0.0.1:8001/v1",
              "world_model.model": "Qwen/Qwen3-4B", "llm.max_new_tokens": 4096, "llm.obs_max_tokens": 1024,
-             "llm.micro_batch": 8, "llm.generation": "vllm", "llm.vllm_mode": "colocate",
+             "llm.micro_batch": 1, "llm.gradient_checkpointing": True, "llm.device": "auto",
+             "train.checkpoint_every": 10, "llm.generation": "vllm", "llm.vllm_mode": "colocate",
              "world_model.mode": "decomposed", "world_model.max_new_tokens": 512, "llm.loss_type": "dapo"},
     ),
 )})

@@ -1,4 +1,4 @@
-"""Provenance stamped on every result file: config, seed, git commit, date, machine.
+"""Provenance stamped on every result file: config, seed, git commit, date, machine, processes.
 
 It also knows where the repository is (``REPO``), in one place: every module that needs the
 root (results, parameters, notebooks, the default data pool) imports it from here. In a checkout
@@ -14,10 +14,11 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["REPO", "atomic_path", "find_repo", "provenance", "write_json_atomic"]
+__all__ = ["REPO", "atomic_path", "find_repo", "processes", "provenance", "write_json_atomic"]
 
 
 def find_repo() -> Path:
@@ -59,7 +60,40 @@ def provenance(config: dict | None = None, seed: int | None = None) -> dict:
             "cpu_count": os.cpu_count(),
             "load": machine_load(),
         },
+        "processes": processes(),
     }
+
+
+def processes() -> dict:
+    """How many processes made the result, and how long they waited at most for each other.
+
+    ``count`` is the size of torch's process group when one is running (torchrun, accelerate
+    launch), else the launcher's ``WORLD_SIZE``, else 1; ``collective_timeout_s`` the group's
+    timeout as torch holds it (absent when there is no group, or torch does not say). torch is
+    read only if the process has already imported it: a result written without it never waits
+    for the import.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return {"count": int(os.environ.get("WORLD_SIZE", "1"))}
+    out = {"count": int(dist.get_world_size())}
+    timeout = _group_timeout_s(dist)
+    if timeout is not None:
+        out["collective_timeout_s"] = timeout
+    return out
+
+
+def _group_timeout_s(dist) -> float | None:
+    """The default process group's timeout in seconds, from its backend's options (None: not readable)."""
+    import torch
+
+    group = dist.distributed_c10d._get_default_group()
+    for device in ("cpu", "cuda"):
+        try:
+            return float(group._get_backend(torch.device(device)).options._timeout.total_seconds())
+        except (AttributeError, RuntimeError, ValueError):
+            continue
+    return None
 
 
 def machine_load() -> dict:

@@ -2,12 +2,18 @@
 
 ``python -m wmrl.experiments run --arm ARM [--agent grammar|llm] --preset P --seed S [--set section.field=value]``
 ``python -m wmrl.experiments new-ablation NAME --base-arm ARM [--set section.field=value] [--sweep section.field=v1,v2]``
+
+An LLM run on several processes is the same command under a launcher, e.g. ``torchrun --nproc_per_node 2
+-m wmrl.experiments run --agent llm ...`` (gloo on CPU) or ``accelerate launch --config_file ... -m
+wmrl.experiments run ...`` (GPUs); ``accelerate launch --cpu --num_processes 2`` starts one process
+without an MPI host file, so use torchrun on CPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from wmrl.arms import arm_names
@@ -53,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_arm(args.arm, args.preset, args.seed, args.out, overrides=overrides, agent=args.agent)
     except ConfigError as exc:
         ap.error(str(exc))
-    print(json.dumps({k: summary[k] for k in ("arm", "preset", "seed", "heldout", "compute")}, indent=2))
+    if os.environ.get("RANK", "0") == "0":  # under torchrun / accelerate launch, the main process alone reports
+        print(json.dumps({k: summary[k] for k in ("arm", "preset", "seed", "heldout", "compute")}, indent=2))
     return 0
 
 

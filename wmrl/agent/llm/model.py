@@ -1,4 +1,4 @@
-"""The LLM agent's weights as a model and tokenizer ready to generate.
+"""The LLM agent's weights as a model and tokenizer ready to generate, on the configured device.
 
 The folder they come from is SmolLM2-135M-Instruct dequantised once per machine
 (:func:`wmrl.models.smollm2_folder`), or a warm start trained from it.
@@ -8,16 +8,40 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["load_causal_lm"]
+from wmrl.config import ConfigError, LLMConfig
+
+__all__ = ["llm_device", "load_causal_lm"]
 
 
-def load_causal_lm(folder: str | os.PathLike, device: str = "cpu"):
-    """``(model, tokenizer)`` from a Hugging Face folder, tokenizer padded on the left for generation."""
+def llm_device(setting: str = LLMConfig.device):
+    """The ``torch.device`` of ``llm.device`` for this process.
+
+    ``auto`` is this process's GPU when CUDA sees one, else the CPU; ``cuda`` the same GPU, or an
+    error naming the field when there is none; ``cpu`` the CPU. Under several processes (torchrun,
+    accelerate launch) a process's GPU is the one of its ``LOCAL_RANK``, as accelerate places it.
+    """
+    import torch
+
+    if setting not in ("auto", "cuda", "cpu"):
+        raise ConfigError(f"llm.device={setting!r} is not valid; choose one of ['auto', 'cuda', 'cpu']")
+    if setting == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        if setting == "cuda":
+            raise ConfigError("llm.device='cuda' but CUDA sees no GPU here; set llm.device to 'auto' or 'cpu'")
+        return torch.device("cpu")
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def load_causal_lm(folder: str | os.PathLike, device: str = LLMConfig.device):
+    """``(model, tokenizer)`` from a Hugging Face folder on ``device`` (an ``llm.device`` setting, see
+    :func:`llm_device`), tokenizer padded on the left for generation."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    where = llm_device(device)
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(str(folder)).to(device)
+    model = AutoModelForCausalLM.from_pretrained(str(folder)).to(where)
     return model, tokenizer

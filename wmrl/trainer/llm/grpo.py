@@ -25,6 +25,11 @@ the optimiser, gradient accumulation, checkpoints); WMRL plugs in at three place
    each of TRL's checkpoints, so that a killed run resumes where it stopped. The run's world-model
    totals are the sums of the logged rows (:meth:`RunLog.world_model_totals`), so a resumed run
    counts the steps before its restart too.
+
+Under several processes every process holds a share of a step's rows: the reward hook gathers
+them (rewards and the step's statistics), the callback sums the world model's counts over the
+processes, and a checkpoint stores the ledgers summed over the processes (:meth:`RunLog.merged_state`);
+a resumed run gives those sums to the main process, whose bills they already include.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ from wmrl.provenance import atomic_path
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout, sampling_logprobs
 from wmrl.world_model.llm import COUNTS, stat_rates
 
-__all__ = ["RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key"]
+__all__ = ["RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key", "row_stats", "step_stats",
+           "summed_stats"]
 
 STATE_FILE = "wmrl_state.pt"
 #: the prefix of the world model's per-step counts in a step's row (``wm_parse_failures``, ...)
@@ -72,10 +78,25 @@ class RunLog:
         return {"steps": self.steps, "evals": self.evals, "pairs": self.pairs, "wall_s": self.wall_s,
                 "ledger": self.ledger.state_dict(), "eval_ledger": self.eval_ledger.state_dict()}
 
-    def load_state_dict(self, s: dict) -> None:
+    def load_state_dict(self, s: dict, main: bool = True) -> None:
+        """Restore ``s``; its ledgers (every process's bills, :meth:`merged_state`) go to the ``main`` process
+        only, the others' start at the saved step with nothing billed, so the run's sum counts each bill once."""
         self.steps, self.evals, self.pairs, self.wall_s = list(s["steps"]), list(s["evals"]), list(s["pairs"]), s["wall_s"]
-        self.ledger.load_state_dict(s["ledger"])
-        self.eval_ledger.load_state_dict(s["eval_ledger"])
+        for ledger, saved in ((self.ledger, s["ledger"]), (self.eval_ledger, s["eval_ledger"])):
+            ledger.load_state_dict(saved if main else {"step": saved["step"], "rows": [], "apart": []})
+
+    def merged_state(self) -> dict:
+        """:meth:`state_dict` with each ledger summed over the processes (a collective: every process calls it)."""
+        from accelerate import PartialState
+        from accelerate.utils import gather_object
+
+        state = self.state_dict()
+        if PartialState().num_processes > 1:
+            parts = gather_object([(state["ledger"], state["eval_ledger"])])
+            state["ledger"] = ComputeLedger.summed([ComputeLedger.from_state_dict(p[0]) for p in parts]).state_dict()
+            state["eval_ledger"] = ComputeLedger.summed(
+                [ComputeLedger.from_state_dict(p[1]) for p in parts]).state_dict()
+        return state
 
     def world_model_totals(self) -> dict | None:
         """The LLM world model's counts summed over the logged steps, with the run's rates (None: no LLM world model)."""
@@ -120,17 +141,8 @@ class WMRLRollout:
                        routing.predicted[groups], self.scorer, self.settings,
                        seed=self.seed * 1_000_003 + step_no * 10_007 + acc.process_index)
         self.routing, self.trajectories = routing, rows
-        first = [r.turns[0] for r in rows]
-        self.log.pending = {
-            "mean_turns": float(np.mean([len(r.turns) for r in rows])),
-            "malformed_rate": float(np.mean([t.malformed for t in first])),
-            "completion_tokens": float(np.mean([sum(len(t.reply_ids) for t in r.turns) for r in rows])),
-            "real_ok_rate": _rate([any(t.real is not None and t.real.status == "ok" for t in r.turns)
-                                   for r in rows if r.executed]),
-            # the world model's status accuracy on turns that were both run and predicted (the anchors)
-            "status_acc": _rate([t.real.status == t.pred.status for r in rows for t in r.turns
-                                 if t.real is not None and t.pred is not None]),
-        }
+        stats = [row_stats(r) for r in rows]
+        self.log.pending = step_stats(stats)  # this process's rows; the reward hook replaces it with every row's
         self.log.rollout_s += time.perf_counter() - t0
         return {
             "prompt_ids": [r.prompt_ids for r in rows],
@@ -140,7 +152,30 @@ class WMRLRollout:
             "wmrl_row": [offset + i for i in range(len(rows))],
             "wmrl_real": [r.real_reward for r in rows],
             "wmrl_pred": [r.wm_reward for r in rows],
+            "wmrl_stats": stats,
         }
+
+
+def row_stats(r) -> tuple:
+    """What a step's row of statistics needs from one trajectory: ``(turns, first turn malformed, completion
+    tokens, ran ok (None: not executed), turns both run and predicted, of those the world model's right status)``."""
+    both = [t for t in r.turns if t.real is not None and t.pred is not None]
+    ok = any(t.real is not None and t.real.status == "ok" for t in r.turns) if r.executed else None
+    return (len(r.turns), bool(r.turns[0].malformed), sum(len(t.reply_ids) for t in r.turns), ok, len(both),
+            sum(t.real.status == t.pred.status for t in both))
+
+
+def step_stats(stats: list[tuple]) -> dict:
+    """A step's rollout statistics from :func:`row_stats` of its rows."""
+    both = sum(s[4] for s in stats)
+    return {
+        "mean_turns": float(np.mean([s[0] for s in stats])),
+        "malformed_rate": float(np.mean([s[1] for s in stats])),
+        "completion_tokens": float(np.mean([s[2] for s in stats])),
+        "real_ok_rate": _rate([s[3] for s in stats if s[3] is not None]),
+        # the world model's status accuracy on turns that were both run and predicted (the anchors)
+        "status_acc": sum(s[5] for s in stats) / both if both else math.nan,
+    }
 
 
 def _rate(flags) -> float:
@@ -156,14 +191,18 @@ class WMRLReward:
     def __init__(self, step, rollout_func: WMRLRollout, log: RunLog, trainer_ref):
         self.step, self.rollout_func, self.log, self.trainer_ref = step, rollout_func, log, trainer_ref
 
-    def __call__(self, prompts, completions, wmrl_row, wmrl_real, wmrl_pred, **kwargs) -> list[float | None]:
+    def __call__(self, prompts, completions, wmrl_row, wmrl_real, wmrl_pred, wmrl_stats=None,
+                 **kwargs) -> list[float | None]:
         from accelerate.utils import gather_object
 
         t0 = time.perf_counter()
         trainer = self.trainer_ref()
         n = trainer.num_generations
-        rows = gather_object(list(zip(wmrl_row, wmrl_real, wmrl_pred)))
+        local_stats = wmrl_stats if wmrl_stats is not None else [None] * len(wmrl_row)
+        rows = gather_object(list(zip(wmrl_row, wmrl_real, wmrl_pred, local_stats)))
         rows.sort(key=lambda r: r[0])
+        if wmrl_stats is not None:  # the step's statistics over every process's rows
+            self.log.pending = step_stats([r[3] for r in rows])
         real = np.array([np.nan if r[1] is None else r[1] for r in rows], float).reshape(-1, n)
         pred = np.array([np.nan if r[2] is None else r[2] for r in rows], float).reshape(-1, n)
         routing = self.rollout_func.routing
@@ -205,7 +244,7 @@ class WMRLCallback(TrainerCallback):
         wm = self.world_model
         row = {"step": state.global_step - 1, **self.log.pending}
         if wm is not None and hasattr(wm, "step_stats"):
-            row.update({WM_STAT + k: v for k, v in wm.step_stats().items()})
+            row.update({WM_STAT + k: v for k, v in summed_stats(wm.step_stats()).items()})
         self.log.steps.append(row)
         self.log.pending = {}
         self.log.wall_s += wall
@@ -225,7 +264,21 @@ class WMRLCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+        log = self.log.merged_state()  # every process, before the main one alone writes
         if os.path.isdir(folder) and state.is_world_process_zero:
             with atomic_path(os.path.join(folder, STATE_FILE)) as tmp:  # a kill mid-write leaves no half file
-                torch.save({"step": self.step.state_dict(), "log": self.log.state_dict(), "config": self.config,
+                torch.save({"step": self.step.state_dict(), "log": log, "config": self.config,
                             "torch_threads": torch.get_num_threads()}, tmp)
+
+
+def summed_stats(stats: dict) -> dict:
+    """The world model's counts of a step summed over the processes (each asks about its own rows), rates
+    recomputed from the sums (:func:`~wmrl.world_model.llm.stat_rates`). A collective under several processes."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    if PartialState().num_processes == 1:
+        return stats
+    parts = gather_object([stats])
+    counts = {k: sum(p.get(k, 0) for p in parts) for k in stats if not k.endswith("_rate")}
+    return counts | stat_rates(counts)

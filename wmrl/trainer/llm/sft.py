@@ -87,18 +87,27 @@ def _prompt_limits(cfg) -> dict:
             "cpus": f.cpus, "gpus": f.gpus}
 
 
-def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> tuple[Path, dict]:
-    """The warm-started model folder for ``cfg`` (built on first use); returns it and its build record."""
+def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False, build: bool = True) -> tuple[Path, dict]:
+    """The warm-started model folder for ``cfg`` (built on first use); returns it and its build record.
+
+    ``build=False`` refuses to build a missing one, saying how to: a run of several processes takes
+    the warm start ready-made, since one process alone cannot train it while the others wait in
+    their process group (SFTTrainer would make it a collective of all of them)."""
     final = models / f"sft-{_key(base, cfg, tasks)}"
     record = final / "wmrl_sft.json"
     if record.exists():
         return final, json.loads(record.read_text())
+    if not build:
+        raise RuntimeError(f"the warm start {final} (llm.sft_steps={cfg.llm.sft_steps}) is not built yet, and a run "
+                           "of several processes does not build it; build it first with one process, e.g. "
+                           f"python -m wmrl.experiments run --agent llm --arm sft --seed {cfg.seed} with this run's "
+                           "preset and --set overrides, then launch this run again")
     import time
 
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from wmrl.agent.llm.model import load_causal_lm
+    from wmrl.agent.llm.model import llm_device, load_causal_lm
     from wmrl.trainer.components import make_sandbox
 
     models.mkdir(parents=True, exist_ok=True)
@@ -112,12 +121,14 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
                                "llm.sft_targets='runnable'")
     tmp = Path(tempfile.mkdtemp(dir=models, prefix=f".{final.name}."))
     try:
-        model, tokenizer = load_causal_lm(base)
+        model, tokenizer = load_causal_lm(base, cfg.llm.device)
         tokenizer.padding_side = "right"  # training batches pad on the right
         args = SFTConfig(output_dir=str(tmp / "trainer"), max_steps=cfg.llm.sft_steps, learning_rate=cfg.llm.sft_lr,
                          per_device_train_batch_size=cfg.llm.sft_batch, gradient_accumulation_steps=1,
                          lr_scheduler_type="cosine", warmup_steps=max(1, cfg.llm.sft_steps // 10), logging_steps=5,
-                         save_strategy="no", report_to=[], seed=cfg.seed, use_cpu=not _cuda(),
+                         save_strategy="no", report_to=[], seed=cfg.seed,
+                         use_cpu=llm_device(cfg.llm.device).type == "cpu",
+                         activation_checkpointing=cfg.llm.gradient_checkpointing,
                          completion_only_loss=True, max_length=4096, disable_tqdm=not progress)
         data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
         trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
@@ -143,8 +154,3 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False) -> 
         shutil.rmtree(tmp, ignore_errors=True)
     return final, info
 
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()

@@ -6,6 +6,13 @@ this module builds the parts from the :class:`~wmrl.config.RunConfig`, resumes f
 checkpoint if there is one, and writes the same files as a grammar run
 (:func:`wmrl.runs.write_run`), so notebooks read both alike.
 
+Several processes (``torchrun``, ``accelerate launch``): a step is the preset's groups in total,
+shared over the processes (:func:`trainer_args`); every process rolls out its share of the step
+and of each held-out evaluation (:func:`evaluate`), and the rows are gathered; the ledgers are the
+sums of every process's bills; the main process alone writes the run folder. The process group
+waits for a collective as long as the sandbox's budget lets one process keep the others waiting
+(:func:`collective_timeout_s`).
+
 Arms: ``untrained`` evaluates the instruct model as it ships; ``sft`` the supervised warm start
 (``llm.sft_steps`` > 0); the trained arms start from the warm start when there is one, else from
 the instruct model, and run GRPO with the arm's routing and corrections.
@@ -16,17 +23,23 @@ loaded once more and never updated (``world_model.model`` overrides it).
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import time
 import warnings
 import weakref
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 
+from wmrl.agent.llm.model import llm_device
 from wmrl.config import ConfigError, RunConfig
+from wmrl.ledger import ComputeLedger
 from wmrl.models import smollm2_folder
 from wmrl.runs import per_category, write_run
+from wmrl.sandbox.local import default_wall_timeout
 from wmrl.step import WMRLStep
 from wmrl.tasks import data_root
 from wmrl.trainer.components import make_memo, make_oracle_memo, make_sandbox, make_world_model
@@ -35,11 +48,14 @@ from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, 
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
 
-__all__ = ["GENERATION_BATCH", "evaluate", "initial_model", "prompt_schedule", "rollout_settings", "train",
-           "trainer_args"]
+__all__ = ["COLLECTIVE_MARGIN_S", "GENERATION_BATCH", "collective_timeout_s", "evaluate", "initial_model",
+           "prompt_schedule", "rollout_settings", "train", "trainer_args"]
 
 #: Rows sampled together by the in-process generator (its KV cache is small next to the update's logits).
 GENERATION_BATCH = 8
+#: What a collective may wait beyond the executions (generation, the world model, the update): torch's
+#: own default process-group timeout.
+COLLECTIVE_MARGIN_S = 1800.0
 
 
 def rollout_settings(cfg: RunConfig) -> RolloutSettings:
@@ -56,8 +72,11 @@ def base_model(cfg: RunConfig) -> Path:
     return Path(cfg.agent.model)
 
 
-def initial_model(cfg: RunConfig, pool, progress: bool = False) -> tuple[Path, dict | None]:
-    """The policy a run starts from (the warm start when ``llm.sft_steps`` > 0) and the SFT record."""
+def initial_model(cfg: RunConfig, pool, progress: bool = False, build: bool = True) -> tuple[Path, dict | None]:
+    """The policy a run starts from (the warm start when ``llm.sft_steps`` > 0) and the SFT record.
+
+    ``build=False`` (a run of several processes) refuses to build a missing warm start: it is trained
+    by one process, before the run (:func:`wmrl.trainer.llm.sft.sft_folder`)."""
     base = base_model(cfg)
     if cfg.arm == "untrained" or cfg.llm.sft_steps == 0:
         if cfg.arm == "sft":
@@ -65,25 +84,40 @@ def initial_model(cfg: RunConfig, pool, progress: bool = False) -> tuple[Path, d
         return base, None
     from wmrl.trainer.llm.sft import sft_folder
 
-    return sft_folder(cfg, base, per_category(pool.train, cfg.train.train_tasks), data_root() / "models", progress)
+    return sft_folder(cfg, base, per_category(pool.train, cfg.train.train_tasks), data_root() / "models", progress,
+                      build=build)
 
 
 def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int) -> list[dict]:
-    """avg@k held-out leaderboard percentile per task, with real execution and real feedback."""
+    """avg@k held-out leaderboard percentile per task, with real execution and real feedback.
+
+    Under several processes each rolls out a contiguous share of the ``tasks x eval.samples`` rows
+    (its own seed, so the draws differ from a one-process run's), and every process gets every row
+    back (a collective: all processes call this together)."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    state = PartialState()
     ev = cfg.eval
     rows_tasks = [t for t in tasks for _ in range(ev.samples)]
-    n = len(rows_tasks)
-    gen = TransformersGenerator(model, tokenizer, cfg.train.temperature, batch_size=GENERATION_BATCH)
-    trajs = rollout(gen, tokenizer, rows_tasks, np.ones(n, bool), np.zeros(n, bool), scorer, rollout_settings(cfg),
-                    seed=cfg.seed * 1_000_003 + 999_983 + step)  # never the training rollouts' seeds
+    share = -(-len(rows_tasks) // state.num_processes)
+    mine = rows_tasks[state.process_index * share:(state.process_index + 1) * share]
+    n = len(mine)
+    scored = []
+    if n:
+        gen = TransformersGenerator(model, tokenizer, cfg.train.temperature, batch_size=GENERATION_BATCH)
+        seed = cfg.seed * 1_000_003 + 999_983 + step + 7_919_011 * state.process_index  # never a training seed
+        trajs = rollout(gen, tokenizer, mine, np.ones(n, bool), np.zeros(n, bool), scorer, rollout_settings(cfg),
+                        seed=seed)
+        scored = [(t.percentile, t.real_reward, any(x.real is not None and x.real.status == "ok" for x in t.turns))
+                  for t in trajs]
+    scored = gather_object(scored) if state.num_processes > 1 else scored
     out = []
     for i, task in enumerate(tasks):
-        grp = trajs[i * ev.samples:(i + 1) * ev.samples]
+        grp = scored[i * ev.samples:(i + 1) * ev.samples]
         out.append({"step": step, "task": task.name, "category": task.category,
-                    "percentile": float(np.mean([t.percentile for t in grp])),
-                    "reward": float(np.mean([t.real_reward for t in grp])),
-                    "ok_rate": float(np.mean([any(x.real is not None and x.real.status == "ok" for x in t.turns)
-                                              for t in grp]))})
+                    "percentile": float(np.mean([g[0] for g in grp])), "reward": float(np.mean([g[1] for g in grp])),
+                    "ok_rate": float(np.mean([g[2] for g in grp]))})
     return out
 
 
@@ -103,8 +137,51 @@ def prompt_schedule(names: list[str], n_rows: int, seed: int) -> list[str]:
     return order[:n_rows]
 
 
-def trainer_args(cfg: RunConfig, out: Path, n_groups: int):
-    """TRL's GRPOConfig for the run: one optimiser step per generation batch of ``n_groups`` x n rows.
+def collective_timeout_s(cfg: RunConfig, num_processes: int, n_eval_tasks: int) -> float:
+    """How long a process may wait for the others at a collective (the process group's timeout), in seconds.
+
+    One process can keep the others waiting (in the reward hook's gather, in an evaluation's) while
+    it executes its rows: its share of a step (every row, for the arms that execute everything) or
+    of the largest held-out evaluation, in batches of ``sandbox.workers``, each batch up to
+    ``train.max_turns`` turns of the sandbox's wall-clock backstop (``sandbox.wall_timeout_s``, by
+    default a multiple of the CPU budget). Those seconds plus :data:`COLLECTIVE_MARGIN_S`; a shorter
+    timeout (torch's default is the margin alone) kills a run whose scripts use their budget.
+    """
+    t, sb, ev = cfg.train, cfg.sandbox, cfg.eval
+    wall = sb.wall_timeout_s if sb.wall_timeout_s is not None else default_wall_timeout(sb.timeout_s)
+    train_rows = -(-t.groups_per_step * t.group_size // num_processes) if cfg.arm_spec.train else 0
+    eval_rows = -(-n_eval_tasks * max(ev.samples, ev.final_samples) // num_processes)
+    batches = -(-max(train_rows, eval_rows) // sb.workers)
+    return t.max_turns * batches * wall + COLLECTIVE_MARGIN_S
+
+
+def _start_processes(cfg: RunConfig, timeout_s: float):
+    """accelerate's process state of this run, its process group (when there are several) waiting up to
+    ``timeout_s`` at a collective.
+
+    The first ``PartialState`` of a process creates the group and fixes its timeout; TRL's config
+    creates one with its ``ddp_timeout`` on GPUs only (on CPU it passes no timeout), so the run creates
+    it first, the same on both."""
+    import torch
+    from accelerate import PartialState
+    from accelerate.utils import InitProcessGroupKwargs
+
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        warnings.warn("the process group was started before the run: its timeout stays what it was, not the "
+                      f"{timeout_s:.0f} s the sandbox's budget needs", stacklevel=3)
+    kwargs = InitProcessGroupKwargs(timeout=timedelta(seconds=timeout_s)).to_kwargs()
+    return PartialState(cpu=llm_device(cfg.llm.device).type == "cpu", **kwargs)
+
+
+def trainer_args(cfg: RunConfig, out: Path, n_groups: int, num_processes: int | None = None,
+                 timeout_s: float = COLLECTIVE_MARGIN_S):
+    """TRL's GRPOConfig for the run: one optimiser step per generation batch of ``n_groups`` x n rows in total.
+
+    The rows are shared over ``num_processes`` (default: accelerate's count), so a step is the same
+    whatever the number of processes: TRL's generation batch is ``per_device_train_batch_size x
+    num_processes x steps_per_generation`` rows. A process's share goes through in micro-batches
+    of at most ``llm.micro_batch`` rows, accumulated into one optimiser step. ``timeout_s`` is TRL's
+    ``ddp_timeout`` (see :func:`collective_timeout_s`).
 
     The loss's scaling, as TRL 1.16 computes it (``tests/test_llm_loss_scaling.py`` checks it on
     TRL's own loss code). With N rows in the step, n_i model tokens in row i (``env_mask`` 1) and
@@ -117,15 +194,23 @@ def trainer_args(cfg: RunConfig, out: Path, n_groups: int):
     presets' default, kept for their committed runs). Adam divides out the gradient's overall
     scale, so the normaliser barely changes the step's size; it changes how the terms weigh.
     """
-    import torch
     from trl import GRPOConfig
 
+    if num_processes is None:
+        from accelerate import PartialState
+
+        num_processes = PartialState().num_processes
     t, llm = cfg.train, cfg.llm
     rows = n_groups * t.group_size
-    micro = math.gcd(rows, llm.micro_batch)
-    accum = rows // micro
-    return GRPOConfig(
-        output_dir=str(out / "trl"), seed=cfg.seed, use_cpu=not torch.cuda.is_available(), report_to=[],
+    if rows % num_processes:
+        raise ConfigError(f"a step of {n_groups} groups of {t.group_size} is {rows} trajectories, which "
+                          f"{num_processes} processes cannot share evenly; launch a number of processes that "
+                          f"divides {rows}, or change train.groups_per_step or train.group_size")
+    local = rows // num_processes
+    micro = math.gcd(local, llm.micro_batch)
+    accum = local // micro
+    args = GRPOConfig(
+        output_dir=str(out / "trl"), seed=cfg.seed, use_cpu=llm_device(llm.device).type == "cpu", report_to=[],
         max_steps=t.steps, learning_rate=t.lr, lr_scheduler_type="constant", warmup_steps=0,
         num_generations=t.group_size, per_device_train_batch_size=micro, gradient_accumulation_steps=accum,
         steps_per_generation=accum, num_iterations=1,
@@ -136,9 +221,13 @@ def trainer_args(cfg: RunConfig, out: Path, n_groups: int):
         loss_type=llm.loss_type, max_completion_length=t.max_turns * (llm.max_new_tokens + llm.obs_max_tokens + 32),
         mask_truncated_completions=False, logging_steps=1, save_strategy="steps", save_steps=t.checkpoint_every,
         save_total_limit=1, disable_tqdm=True, shuffle_dataset=False,  # the order is prompt_schedule's
-        gradient_checkpointing=False,  # TRL's default trades compute for memory; on CPU compute is what is short
+        activation_checkpointing=llm.gradient_checkpointing, ddp_timeout=math.ceil(timeout_s),
         use_vllm=llm.generation == "vllm", vllm_mode=llm.vllm_mode,
     )
+    if args.generation_batch_size != rows:
+        raise RuntimeError(f"TRL's generation batch is {args.generation_batch_size} rows on its {args.world_size} "
+                           f"processes, not the step's {rows} (built for {num_processes} processes)")
+    return args
 
 
 def _last_checkpoint(folder: Path) -> Path | None:
@@ -184,16 +273,18 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     eval_tasks = per_category(pool.heldout, cfg.eval.tasks)
     if not train_tasks or not eval_tasks:
         raise RuntimeError(f"the pool at {pool.root} has no training or no held-out tasks")
+    timeout_s = collective_timeout_s(cfg, int(os.environ.get("WORLD_SIZE", "1")), len(eval_tasks))
+    procs = _start_processes(cfg, timeout_s)
     out.mkdir(parents=True, exist_ok=True)
     resume, saved = _resume_point(out, cfg)
-    init, sft_info = initial_model(cfg, pool, progress)
+    init, sft_info = initial_model(cfg, pool, progress, build=procs.num_processes == 1)
     sandbox = make_sandbox(cfg.sandbox)
     db = make_memo(cfg, pool, out, memo_path)
     log = RunLog()
     eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
     extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
     if not cfg.arm_spec.train:
-        model, tokenizer = load_causal_lm(init)
+        model, tokenizer = load_causal_lm(init, cfg.llm.device)
         t0 = time.perf_counter()
         log.evals = evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, 0)
         log.eval_ledger.end_step()
@@ -207,10 +298,11 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     step = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
                     std_normalize=t.std_normalize)
     n_groups = step.anchors.n_anchors(t.groups_per_step) if cfg.arm_spec.anchors_only else t.groups_per_step
-    trainer = build_trainer(cfg, out, init, train_tasks, eval_tasks, step, n_groups, scorer, eval_scorer, log, wm)
+    trainer = build_trainer(cfg, out, init, train_tasks, eval_tasks, step, n_groups, scorer, eval_scorer, log, wm,
+                            timeout_s=timeout_s)
     if saved is not None:
         step.load_state_dict(saved["step"])
-        log.load_state_dict(saved["log"])
+        log.load_state_dict(saved["log"], main=procs.is_main_process)
         _warn_if_other_threads(saved.get("torch_threads"))
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     if not any(r["step"] == t.steps for r in log.evals):
@@ -233,8 +325,11 @@ def _warn_if_other_threads(saved: int | None) -> None:
 
 
 def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks, step, n_groups: int, scorer,
-                  eval_scorer, log: RunLog, wm=None):
-    """The GRPOTrainer of a run, with WMRL's rollout function, reward hook and callback wired in."""
+                  eval_scorer, log: RunLog, wm=None, timeout_s: float = COLLECTIVE_MARGIN_S):
+    """The GRPOTrainer of a run, with WMRL's rollout function, reward hook and callback wired in.
+
+    The data set is the run's schedule of groups (:func:`prompt_schedule`), ``n_groups`` a step in
+    total: TRL's sampler hands each process its contiguous share of a step's rows."""
     from accelerate import PartialState
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -243,8 +338,7 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     settings = rollout_settings(cfg)
     prompts = {t.name: settings.messages(t)
                for t in train_tasks}
-    schedule = prompt_schedule([t.name for t in train_tasks], cfg.train.steps * n_groups * PartialState().num_processes,
-                               cfg.seed)
+    schedule = prompt_schedule([t.name for t in train_tasks], cfg.train.steps * n_groups, cfg.seed)
     dataset = Dataset.from_list([{"prompt": prompts[name], "task": name} for name in schedule])
     by_prompt = {prompt_key(prompts[t.name]): t for t in train_tasks}
     tokenizer = AutoTokenizer.from_pretrained(str(init))
@@ -264,17 +358,37 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
         return evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, at_step)
 
     callback = WMRLCallback(step, log, run_eval, cfg.eval.every, cfg.train.steps, wm, config=cfg.identity())
-    trainer = GRPOTrainer(model=str(init), reward_funcs=[reward], args=trainer_args(cfg, out, n_groups),
+    args = trainer_args(cfg, out, n_groups, PartialState().num_processes, timeout_s)
+    trainer = GRPOTrainer(model=str(init), reward_funcs=[reward], args=args,
                           train_dataset=dataset, processing_class=tokenizer, rollout_func=roll, callbacks=[callback])
     holder.append(weakref.ref(trainer))
     return trainer
 
 
 def _write(out, cfg, preset, log: RunLog, step, db, extra) -> dict:
+    """Write the run folder once (the main process), every process's bills summed; every process gets the summary.
+
+    A collective under several processes: each calls it at the end of the run."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    state = PartialState()
     memo = {"enabled": db is not None, "hits": db.hits if db else 0, "misses": db.misses if db else 0}
+    ledger, eval_ledger = log.ledger, log.eval_ledger
+    if state.num_processes > 1:
+        parts = gather_object([{"ledger": log.ledger.state_dict(), "eval_ledger": log.eval_ledger.state_dict(),
+                                "hits": memo["hits"], "misses": memo["misses"]}])
+        ledger = ComputeLedger.summed([ComputeLedger.from_state_dict(p["ledger"]) for p in parts])
+        eval_ledger = ComputeLedger.summed([ComputeLedger.from_state_dict(p["eval_ledger"]) for p in parts])
+        memo.update(hits=sum(p["hits"] for p in parts), misses=sum(p["misses"] for p in parts))
     totals = log.world_model_totals()
     if totals is not None:
         extra["world_model"] = totals
-    return write_run(out, cfg, preset, steps=log.steps, evals=log.evals, pairs=log.pairs, ledger=log.ledger,
-                     eval_ledger=log.eval_ledger, snapshots=step.debiaser.snapshots if step else [],
-                     wall_s=log.wall_s, extra={"memo": memo, **extra})
+    summary = None
+    if state.is_main_process:
+        summary = write_run(out, cfg, preset, steps=log.steps, evals=log.evals, pairs=log.pairs, ledger=ledger,
+                            eval_ledger=eval_ledger, snapshots=step.debiaser.snapshots if step else [],
+                            wall_s=log.wall_s, extra={"memo": memo, **extra})
+    if state.num_processes > 1:
+        state.wait_for_everyone()
+    return summary if summary is not None else json.loads((out / "summary.json").read_text())
