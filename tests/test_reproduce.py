@@ -229,7 +229,13 @@ def _dry_run(target: str) -> str:
     """The commands ``make target`` would run (``make -n``), as make prints them."""
     import subprocess
 
-    return subprocess.run(["make", "-n", target], cwd=reproduce.REPO, capture_output=True, text=True, check=True).stdout
+    import os
+
+    # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL would make this one print its
+    # "Entering/Leaving directory" lines around the commands.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    return subprocess.run(["make", "--no-print-directory", "-n", target], cwd=reproduce.REPO, env=env,
+                          capture_output=True, text=True, check=True).stdout
 
 
 def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_read_from_them(results, tmp_path):
