@@ -1,7 +1,7 @@
 """``python -m bench.campaign_load``: does a short campaign give the same numbers idle and busy?
 
 The goal for ``make reproduce``: the same seed gives the same numbers idle or busy. The
-sandbox's budget counts the solution's CPU seconds, so contention no longer turns valid scripts
+sandbox's budget counts the solution's CPU seconds, so contention does not turn valid scripts
 into timeouts, but a script whose CPU time lies within its own jitter of the budget can still
 finish in one run and time out in the other, and the run diverges from there. This benchmark (in
 ``make bench``; not a timed test) trains the same runs twice, as the machine is and then beside

@@ -1,7 +1,7 @@
 """``python -m bench.sandbox_load``: do real outcomes depend on the machine's load?
 
 The goal is that the same seed gives the same numbers idle or busy. The sandbox's budget
-counts CPU seconds, not wall-clock seconds, so a queue for a core no longer turns valid scripts
+counts CPU seconds, not wall-clock seconds, so a queue for a core does not turn valid scripts
 into timeouts; what is left is CPU time's own jitter near the budget. This benchmark (in ``make
 bench``) measures it on a fixed set of scripts the untrained agent writes for the pool's tasks
 (its habits, the fidelity set's sampler), at the small preset's budget: the set runs as the
