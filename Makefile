@@ -20,9 +20,9 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 ## Each campaign removes its own runs (--fresh), retrains, replays, rewrites RESULTS.md; dial, beyond after paper.
-reproduce reproduce-dial reproduce-beyond reproduce-llm: $(VENV)/.installed
+reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(or $(subst reproduce-,,$(filter reproduce-%,$@)),paper) --fresh
-## Continue an interrupted campaign (CAMPAIGN=paper, dial, beyond or llm): finished runs are kept.
+## Continue an interrupted campaign (CAMPAIGN=paper, dial, beyond, primary or llm): finished runs are kept.
 CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(CAMPAIGN)

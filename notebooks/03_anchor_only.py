@@ -151,7 +151,7 @@ plt.show()
 # "WM adds information" is reproduced when `wmrl − anchor_only` is above 0 with 95% confidence
 # (read with section 1's caveat: also more tasks and trajectories); if the interval straddles 0,
 # the small analog cannot tell information from variance reduction. Whether the anchors alone fall
-# below full GRPO, and C1-C2 again, complete the picture. The compute ratio `grpo / anchor_only` is
+# below full GRPO completes the picture (C1-C2, WMRL against full GRPO, is notebook 01's). The compute ratio `grpo / anchor_only` is
 # not a claim: it follows from the anchor share.
 
 # %% tags=["nbval-check-output"]

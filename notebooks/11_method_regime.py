@@ -269,8 +269,8 @@ plt.show()
 # ## 6. Claims
 #
 # Seed-paired, with the detectable difference at 80% power and Holm's correction over this table:
-# C22-OD as trained (notebook 02's comparison), each correction against the mix at matched step
-# size, each first fit of OD against the preset's, and IVD's warm-up against the default.
+# each correction against the mix at matched step size, each first fit of OD against the preset's,
+# and IVD's warm-up against the default (OD against the mix as trained is notebook 02's C22-OD).
 
 # %% tags=["nbval-check-output"]
 verdicts = claims.evaluate_claims(runs, claims.method_regime(VARIANTS, DEFAULT_FIT, DEFAULT_WARMUP))

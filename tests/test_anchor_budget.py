@@ -63,6 +63,6 @@ def test_runs_that_miss_grpos_score_are_no_candidates_and_uninformative_seeds_ar
 def test_the_claims_pair_each_wmrl_share_with_anchor_only_at_its_count_and_active_with_random():
     plan = budget.budget_plan("small", ["wmrl", "anchor_only"], [0.125, 0.5], [0.5])
     claims = {c.id: (c.a, c.b, c.col) for c in budget.budget_claims(plan)}
-    assert claims == {"B1": ("wmrl", "anchor_only", "avg"), "B4": ("wmrl~budget-0.5", "anchor_only~budget-0.5", "avg"),
+    assert claims == {"B4": ("wmrl~budget-0.5", "anchor_only~budget-0.5", "avg"),
                       "A4": ("wmrl~active-0.5", "wmrl~budget-0.5", "avg"),
                       "M4": ("wmrl~active-0.5", "wmrl~budget-0.5", "anchor_residual")}

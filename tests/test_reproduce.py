@@ -60,19 +60,21 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(calls, capsys):
     assert "smoke" in capsys.readouterr().err and calls == []
 
 
-def test_the_four_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
+def test_the_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
     paper, _ = reproduce.discover(campaign="paper")
     dial, _ = reproduce.discover(campaign="dial")
     beyond, _ = reproduce.discover(campaign="beyond")
     llm, _ = reproduce.discover(campaign="llm")
+    primary, _ = reproduce.discover(campaign="primary")
     every, _ = reproduce.discover()
     assert paper == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
     assert {"00_theory", "06_vla", "11_method_regime"} <= set(paper)
     assert dial == ["08_fidelity_dial"]
-    assert beyond == [n for n in every if int(n[:2]) in (9, 10) or int(n[:2]) >= 12]
+    assert beyond == [n for n in every if int(n[:2]) in (9, 10, 12) or int(n[:2]) >= 14]
+    assert primary == ["13_primary"]
     assert {"09_exploit_stress", "10_anchor_budget", "12_confirmatory"} <= set(beyond)
     assert llm == ["07_llm_agent"]
-    assert sorted(paper + dial + beyond + llm) == every
+    assert sorted(paper + dial + beyond + llm + primary) == every
     assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
     assert reproduce.main(["--campaign", "beyond", "--replay-only"]) == 0
     assert [c[1] for c in calls if c[0] == "replay"] == beyond
@@ -227,9 +229,8 @@ def test_the_makefile_calls_the_registry_and_globs_no_run_folders():
 
 def _dry_run(target: str) -> str:
     """The commands ``make target`` would run (``make -n``), as make prints them."""
-    import subprocess
-
     import os
+    import subprocess
 
     # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL would make this one print its
     # "Entering/Leaving directory" lines around the commands.

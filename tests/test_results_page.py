@@ -50,7 +50,7 @@ def test_the_page_answers_first_then_gives_the_families_in_order_within_its_word
     page = (RESULTS.parent / "RESULTS.md").read_text()
     assert page.startswith("# Results\n\n**Does WMRL work at this scale?** ")
     headings = [line for line in page.splitlines() if line.startswith("## ")]
-    assert headings[:4] == ["## The primary family: Table 1", "## The paper's other tables", "## Beyond the paper",
+    assert headings[:4] == [results_page.PRIMARY_HEADING, "## The paper's other tables", "## Beyond the paper",
                             "## Exploratory"]
     assert len(page.split()) <= 2500 and "](FINDINGS.md)" in page
 
@@ -72,6 +72,21 @@ def test_the_verdict_says_in_two_sentences_what_table_1s_wmrl_grpo_claim_and_its
     assert "not known yet" in results_page.verdict(None, [0])
 
 
+def test_the_declared_familys_verdict_is_its_holm_verdict_at_its_look():
+    import pandas as pd
+
+    t = pd.DataFrame({"claim": ["P-C0", "P-C1"], "statement": ["s0", "s1"], "paper": ["p", "p"],
+                      "comparison": ["grpo - untrained", "wmrl - grpo"], "mean": [20.0, 2.0], "lo": [5.0, 0.5],
+                      "hi": [35.0, 3.5], "seeds": [8, 8], "mdd": [2.0, 2.5], "p": [0.001, 0.03],
+                      "verdict": ["reproduced", "reproduced"], "verdict_holm": ["reproduced", "inconclusive"],
+                      "note": ["", ""], "expect": [">", ">"], "op": ["diff", "diff"], "digits": [1, 1],
+                      "unit": ["points", "points"], "look": [1, 1], "alpha_look": [0.016, 0.016]}).set_index("claim")
+    text = results_page.verdict(t, [0, 1, 2])
+    assert text.startswith("At 8 seeds fixed in advance (look 1), WMRL cannot be told apart from GRPO on late held-out "
+                           "score: ") and "(P-C1, inconclusive after Holm)." in text
+    assert "Of the primary family's 2 claims, 1 is reproduced" in text and "2.0 to 2.5 points" in text
+
+
 def test_a_preset_without_results_says_how_to_make_them(tmp_path):
     page = results_page.results_page(tmp_path, "smoke")
     assert "No results of preset `smoke` yet" in page and "\n| C0 |" not in page
@@ -83,7 +98,8 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     readme = (RESULTS.parent / "README.md").read_text()
     assert f"\n{short}\n{results_page.README_END}" in readme
     block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]
-    primary = [line for line in page.splitlines() if line.startswith("| ") and f"/{results_page.PRIMARY}.ipynb)" in line]
+    section = page.split(results_page.PRIMARY_HEADING + "\n", 1)[1].split("\n## ", 1)[0]
+    primary = [line for line in section.splitlines() if line.startswith("| ") and ".ipynb)" in line]
     assert primary and len(block.splitlines()) == len(primary) + 5  # header, rule, rows, blank, In short
     for line in primary:  # each primary claim's id, ours and verdict, as the page has them
         cells = [c.strip() for c in line.strip("|").split(" | ")]

@@ -69,6 +69,9 @@ CAMPAIGNS: dict[str, Campaign] = {
     "beyond": Campaign("the rest of what the paper does not measure: notebooks 09, 10, 12 and every new ablation "
                        "(they read the paper campaign's default runs)",
                        None, runs=(Runs((OTHER,)), Runs(("*",), seeds="CONFIRM_SEEDS"))),
+    "primary": Campaign("the primary family, declared before its runs: notebook 13 (untrained, grpo, wm and wmrl "
+                        "at the preset's PRIMARY_SEEDS, in looks)",
+                        (13,), runs=(Runs((DEFAULT,), seeds="PRIMARY_SEEDS"),)),
     "llm": Campaign("the language-model agent on TRL, notebook 07 (one seed's warm start and five arms)",
                     (7,), folders=("train/{LLM_PRESET}",)),
 }

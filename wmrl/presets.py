@@ -102,6 +102,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2,
                   # 12_confirmatory: at the smoke preset it reuses the seed-0 runs of notebooks 02 and 11
                   "CONFIRM_SEEDS": [0],
+                  # 13_primary: one look at seed 0, the paper campaign's (not confirmatory at this preset)
+                  "PRIMARY_SEEDS": [0], "PRIMARY_LOOKS": [1],
                   # 09_exploit_stress: the region's real outcomes on one task, for one family in it and one not
                   **_STRESS, "STRESS_REGION_FAMILIES": ["forest", "knn"], "STRESS_REGION_TASKS": 1,
                   **_LLM_AGENT["smoke"]},
@@ -142,6 +144,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4,
                   # 12_confirmatory: seeds no notebook trained or looked at before its claims were fixed
                   "CONFIRM_SEEDS": [3, 4, 5],
+                  # 13_primary: the primary family's seeds, which no other notebook trains, analysed in two
+                  # looks (8 seeds, then all 12; wmrl.experiments.primary)
+                  "PRIMARY_SEEDS": list(range(6, 18)), "PRIMARY_LOOKS": [8, 12],
                   # 09_exploit_stress: 12 runs of about 3 minutes (the exploited scripts time out when executed)
                   **_STRESS, **_LLM_AGENT["small"]},
     ),

@@ -74,6 +74,8 @@ QUICKSTART = (
      "quick"),
     ("make reproduce-dial", "notebook 08, the world-model fidelity dial (after make reproduce)", "dial"),
     ("make reproduce-beyond", "notebooks 09, 10, 12 and new ablations (after make reproduce)", "beyond"),
+    ("make reproduce-primary", "notebook 13: the primary family, declared in advance, at 12 new seeds in two looks",
+     "primary"),
     ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, one seed", "llm"),
     (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
      "run:wmrl/seed0"),
@@ -201,8 +203,9 @@ def quickstart_table(times: dict) -> str:
     rows = ["| command | what you get | its runs' training time on 2 cores |", "|---|---|---|"]
     for command, what, key in QUICKSTART:
         entry = times[key]
-        rows.append(f"| `{command}` | {what} | {_duration(entry['train_s'])} ({entry['runs']} "
-                    f"run{'s' if entry['runs'] != 1 else ''}) |")
+        took = (f"{_duration(entry['train_s'])} ({entry['runs']} run{'s' if entry['runs'] != 1 else ''})"
+                if entry["runs"] else "no run recorded yet")
+        rows.append(f"| `{command}` | {what} | {took} |")
     return "\n".join(rows)
 
 

@@ -1,0 +1,94 @@
+"""The primary family's design: its looks' levels, its estimands and its stopping rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from wmrl.experiments import primary
+from wmrl.experiments.claims import Claim, MatchedCompute
+
+
+def test_the_looks_spend_the_obrien_fleming_alpha_and_keep_five_percent_overall():
+    levels = primary.obf_levels([8 / 12, 1.0])
+    z = stats.norm.ppf(1 - levels / 2)
+    assert z[0] == pytest.approx(stats.norm.ppf(0.975) / np.sqrt(8 / 12))  # the closed-form first boundary
+    # Simulated look statistics under the null: partial sums of 12 seeds' standard normal values.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((400_000, 12))
+    z1, z2 = x[:, :8].sum(1) / np.sqrt(8), x.sum(1) / np.sqrt(12)
+    first = np.abs(z1) >= z[0]
+    assert first.mean() == pytest.approx(levels[0], abs=0.001)
+    assert (first | (np.abs(z2) >= z[1])).mean() == pytest.approx(0.05, abs=0.0015)
+    assert levels[0] < levels[1] < 0.05
+    assert primary.obf_levels([1.0]) == pytest.approx([0.05])
+
+
+@pytest.mark.parametrize("fractions", [[0.5, 0.4, 1.0], [0.5, 0.9], [], [0.0, 1.0]])
+def test_bad_information_fractions_are_refused(fractions):
+    with pytest.raises(ValueError, match="increase to 1"):
+        primary.obf_levels(fractions)
+
+
+def test_looks_take_the_first_seeds_of_each_batch_and_refuse_sizes_that_do_not_end_at_all_seeds():
+    design = primary.looks(range(6, 18), [8, 12])
+    assert [lk.seeds for lk in design] == [tuple(range(6, 14)), tuple(range(6, 18))]
+    with pytest.raises(ValueError, match="look sizes"):
+        primary.looks(range(6, 18), [8, 10])
+
+
+def _run(folder, arm, seed, evals, ledger):
+    folder.mkdir(parents=True)
+    pd.DataFrame(evals, columns=["step", "task", "category", "percentile"]).to_parquet(folder / "eval.parquet")
+    pd.DataFrame(ledger, columns=["step", "component", "charged_s", "actual_s"]).to_parquet(folder / "ledger.parquet")
+    return {"arm": arm, "seed": seed, "dir": str(folder)}
+
+
+def test_late_average_and_matched_compute_on_hand_built_runs(tmp_path):
+    # Two tasks of two categories; held-out Avg at a step = the mean of the two percentiles.
+    def evals(pairs):
+        return [row for step, (a, b) in pairs.items() for row in ((step, "t1", "tab", a), (step, "t2", "img", b))]
+
+    rows = [_run(tmp_path / "u", "untrained", 0, evals({0: (0.2, 0.2)}), [(0, "generation", 0.0, 0.0)]),
+            # grpo: 10 charged seconds a step, Avg 0.2 -> 0.4 at step 2 -> 0.6 at step 4
+            _run(tmp_path / "g", "grpo", 0, evals({2: (0.4, 0.4), 4: (0.6, 0.6)}),
+                 [(s, "execution", 10.0, 10.0) for s in range(4)]),
+            # wmrl: 1 s a step, Avg 0.3 at step 2, 0.5 at step 3 and 0.7 at step 4
+            _run(tmp_path / "w", "wmrl", 0, evals({2: (0.3, 0.3), 3: (0.4, 0.6), 4: (0.7, 0.7)}),
+                 [(s, "world_model", 1.0, 1.0) for s in range(4)])]
+    runs = pd.DataFrame(rows)
+    late = primary.late_average(runs, steps=4)  # steps >= 3
+    assert late.tolist() == pytest.approx([0.2, 0.6, 0.6])
+    # at wmrl's compute 3 s (step 3) and 4 s (step 4), grpo's curve (0 s: 0.2, 20 s: 0.4) reads 0.23 and 0.24
+    c = MatchedCompute("X", "", "", "wmrl", "grpo", first_step=3)
+    assert c.per_seed(runs).tolist() == pytest.approx([100 * np.mean([0.5 - 0.23, 0.7 - 0.24])])
+    last = MatchedCompute("X", "", "", "wmrl", "grpo")  # the last evaluation only
+    assert last.per_seed(runs).tolist() == pytest.approx([100 * (0.7 - 0.24)])
+    beyond = MatchedCompute("X", "", "", "grpo", "wmrl")  # grpo's 40 s is past wmrl's last point (4 s: 0.7)
+    assert beyond.per_seed(runs).tolist() == pytest.approx([100 * (0.6 - 0.7)])
+
+
+def test_the_stopping_rule_stops_when_every_claim_is_resolved_and_keeps_an_early_verdict(tmp_path):
+    seeds = list(range(12))
+    rng = np.random.default_rng(1)
+    design = primary.looks(seeds, [8, 12])
+    claims = (Claim("big", "", "", "a", "b"), Claim("small", "", "", "c", "b"))
+
+    def frame(big, small):
+        rows = []
+        for s in seeds:
+            base = rng.normal()
+            rows += [{"arm": "b", "seed": s, "avg": base}, {"arm": "a", "seed": s, "avg": base + big + 0.01 * rng.normal()},
+                     {"arm": "c", "seed": s, "avg": base + small + 0.05 * rng.normal()}]
+        return pd.DataFrame(rows)
+
+    table, history, stopped = primary.run_looks(frame(1.0, 0.1), claims, design)
+    assert stopped and set(history.look) == {1} and (table.verdict_holm == "reproduced").all()
+    table, history, stopped = primary.run_looks(frame(1.0, 0.0), claims, design)
+    assert stopped and set(history.look) == {1, 2}  # "small" is never resolved: both looks, then stop
+    assert table.loc["big", "resolved_at"] == 1 and table.loc["small", "verdict_holm"] == "inconclusive"
+    partial = frame(1.0, 0.0)
+    _, history, stopped = primary.run_looks(partial[partial.seed < 10], claims, design)  # look 2 not trained yet
+    assert not stopped and set(history.look) == {1}
