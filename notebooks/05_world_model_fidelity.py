@@ -128,7 +128,7 @@ if cfg.train:
         from wmrl.world_model.llm import LLMWorldModel
 
         llm_wm = LLMWorldModel(TransformersBackend(), temperature=run_cfg.world_model.temperature, seed=cfg["FIDELITY_SEED"],
-                               time_limit_s=run_cfg.sandbox.timeout_s, mode="holistic", max_new_tokens=96)
+                               sandbox=sandbox.facts, mode="holistic", max_new_tokens=96)
         preds = llm_wm.predict_many(items[:LLM_N])  # real outcomes are the static report's rows
         llm_rows = rep["rows"].iloc[:LLM_N].assign(item=range(LLM_N), world_model="SmolLM2-135M",
                                                    pred_status=[p.status for p in preds],

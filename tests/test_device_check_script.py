@@ -9,10 +9,11 @@ import trl
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "device_check.sh"
 
 
-def test_it_runs_two_processes_on_one_gpu_with_a_qwen_template_and_the_local_sandbox():
+def test_it_runs_a_process_per_gpu_up_to_two_with_a_qwen_template_and_the_local_sandbox():
     text = SCRIPT.read_text()
     launch = re.search(r"accelerate\.commands\.launch (.*?)2>&1", text.replace("\\\n", " "), re.DOTALL).group(1)
-    assert "--num_processes 2" in launch and "--multi_gpu" in launch and "sandbox.backend=local" in launch
+    assert '--num_processes "$NPROC"' in launch and "--multi_gpu" in launch and "sandbox.backend=local" in launch
+    assert 'print(min(2, torch.cuda.device_count()))' in text  # never more ranks than GPUs
     assert "agent.model=/tmp/tiny-qwen" in launch
     assert '"chat_templates" / "qwen3.jinja"' in text
     assert (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").is_file()  # the template it reads

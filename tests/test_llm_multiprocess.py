@@ -236,8 +236,13 @@ def test_the_llm_device_is_a_configuration_field_and_a_missing_gpu_is_named(monk
     with pytest.raises(ConfigError, match="llm.device='cuda' but CUDA sees no GPU"):
         llm_device("cuda")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     monkeypatch.setenv("LOCAL_RANK", "3")
     assert llm_device("auto") == torch.device("cuda", 3)  # under a launcher: this process's own GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    with pytest.raises(ConfigError, match="process 3 of 4 on this node has no GPU of its own: CUDA sees 1"):
+        llm_device("auto")
     with pytest.raises(ConfigError, match="llm.device='gpu' is not valid"):
         llm_device("gpu")
     with pytest.raises(ConfigError, match="llm.device='gpu' is not valid"):

@@ -151,6 +151,25 @@ def test_a_step_whose_verdicts_defaulted_past_the_limit_stops_with_the_reason(po
     assert world_model_totals([row, row])["defaulted"] == 4 and world_model_totals([{"wm_reward": 1}]) is None
 
 
+def test_the_llm_trainers_reward_hook_stops_on_defaulted_verdicts_before_the_step_is_learnt_from(pool):
+    """TRL calls the reward hook before the loss: the check there (over every process's counts) keeps the
+    optimiser from ever seeing a step of defaults; the step's log row later reads the counts without a check."""
+    from types import SimpleNamespace
+
+    from wmrl.trainer.llm.grpo import RunLog, WMRLReward
+
+    wm = LLMWorldModel(Silent(), mode="holistic", library_versions={}, max_defaulted_share=0.5)
+    wm.predict_many([(pool.train[0], "print(1)\n")] * 2)
+    stepped = []
+    rollout = SimpleNamespace(world_model=wm, routing=None)
+    trainer = SimpleNamespace(num_generations=2, state=SimpleNamespace(global_step=0))
+    reward = WMRLReward(lambda *a: stepped.append(a), rollout, RunLog(), lambda: trainer)
+    with pytest.raises(DefaultedVerdictsError, match="2 of 2 checks"):
+        reward(["p", "p"], ["c", "c"], wmrl_row=[0, 1], wmrl_real=[None, None], wmrl_pred=[0.5, 0.5])
+    assert stepped == []
+    assert wm.step_stats(check=False)["defaulted"] == 2 and wm.pending_stats()["defaulted"] == 0
+
+
 def test_a_world_model_behind_a_server_is_charged_the_servers_time(toy):
     class Remote:
         server_s = 0.0

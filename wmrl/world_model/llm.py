@@ -105,27 +105,38 @@ class LLMWorldModel:
             counts.update({f"backend_{k}": v for k, v in backend_stats().items()})
         return counts | stat_rates(counts)
 
-    def step_stats(self) -> dict[str, float]:
-        """The counts since the previous call (read and reset), with their rates: one row of a step's log.
-
-        Raises :class:`DefaultedVerdictsError` when the share of those checks defaulted to pass is
-        above ``max_defaulted_share``, saying how many had no reply and what the backend last said.
-        """
+    def pending_stats(self) -> dict[str, float]:
+        """The counts since the last :meth:`step_stats`, with their rates, without resetting them."""
         now = {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
         delta = {k: v - self._step_mark.get(k, 0) for k, v in now.items()}
-        self._step_mark = now
-        row = delta | stat_rates(delta)
+        return delta | stat_rates(delta)
+
+    def step_stats(self, check: bool = True) -> dict[str, float]:
+        """The counts since the previous call (read and reset), with their rates: one row of a step's log.
+
+        Raises :class:`DefaultedVerdictsError` (unless ``check`` is False) when the share of those
+        checks defaulted to pass is above ``max_defaulted_share`` (:meth:`check_defaulted`).
+        """
+        row = self.pending_stats()
+        self._step_mark = {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
+        if check:
+            self.check_defaulted(row)
+        return row
+
+    def check_defaulted(self, row: dict) -> None:
+        """Raise :class:`DefaultedVerdictsError` when ``row`` (a step's counts, as :meth:`pending_stats`
+        gives them, or their sum over processes) has more defaulted verdicts than ``max_defaulted_share``,
+        saying how many had no reply and what the backend last said."""
         if row["defaulted_rate"] > self.max_defaulted_share:
-            checks = delta["requests"] - delta["repairs"]
+            checks = row["requests"] - row["repairs"]
             last = getattr(self.backend, "last_error", None)
             raise DefaultedVerdictsError(
-                f"the world model's verdicts defaulted to pass for {delta['defaulted']} of {checks} checks of this "
+                f"the world model's verdicts defaulted to pass for {row['defaulted']} of {checks} checks of this "
                 f"step ({row['defaulted_rate']:.0%}, above world_model.max_defaulted_share="
-                f"{self.max_defaulted_share:g}): {delta['no_reply']} got no reply from the backend, "
-                f"{delta['parse_failures']} no usable reply" + (f"; the backend last said: {last}" if last else "")
+                f"{self.max_defaulted_share:g}): {row['no_reply']} got no reply from the backend, "
+                f"{row['parse_failures']} no usable reply" + (f"; the backend last said: {last}" if last else "")
                 + ". The run stops rather than train on defaults: fix the world model (is its server running?) and "
                 "rerun the same command to resume from the last checkpoint")
-        return row
 
     @property
     def server_s(self) -> float | None:

@@ -18,7 +18,9 @@ def llm_device(setting: str = LLMConfig.device):
 
     ``auto`` is this process's GPU when CUDA sees one, else the CPU; ``cuda`` the same GPU, or an
     error naming the field when there is none; ``cpu`` the CPU. Under several processes (torchrun,
-    accelerate launch) a process's GPU is the one of its ``LOCAL_RANK``, as accelerate places it.
+    accelerate launch) a process's GPU is the one of its ``LOCAL_RANK``, as accelerate places it; so
+    more processes on a node than it has GPUs are refused here, by name, before accelerate fails on a
+    device that does not exist (NCCL also refuses two ranks on one GPU).
     """
     import torch
 
@@ -30,7 +32,12 @@ def llm_device(setting: str = LLMConfig.device):
         if setting == "cuda":
             raise ConfigError("llm.device='cuda' but CUDA sees no GPU here; set llm.device to 'auto' or 'cpu'")
         return torch.device("cpu")
-    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    rank, gpus = int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count()
+    if rank >= gpus:
+        raise ConfigError(f"process {rank} of {os.environ.get('LOCAL_WORLD_SIZE', '?')} on this node has no GPU of its "
+                          f"own: CUDA sees {gpus}. Launch at most {gpus} process(es) per node (accelerate launch "
+                          "--num_processes), or set llm.device='cpu'")
+    return torch.device("cuda", rank)
 
 
 def load_causal_lm(folder: str | os.PathLike, device: str = LLMConfig.device):

@@ -203,6 +203,9 @@ class WMRLReward:
         rows.sort(key=lambda r: r[0])
         if wmrl_stats is not None:  # the step's statistics over every process's rows
             self.log.pending = step_stats([r[3] for r in rows])
+        wm = self.rollout_func.world_model
+        if wm is not None and hasattr(wm, "check_defaulted"):  # before the step is learnt from, on every process
+            wm.check_defaulted(summed_stats(wm.pending_stats()))
         real = np.array([np.nan if r[1] is None else r[1] for r in rows], float).reshape(-1, n)
         pred = np.array([np.nan if r[2] is None else r[2] for r in rows], float).reshape(-1, n)
         routing = self.rollout_func.routing
@@ -243,8 +246,8 @@ class WMRLCallback(TrainerCallback):
         self.log.ledger.end_step()
         wm = self.world_model
         row = {"step": state.global_step - 1, **self.log.pending}
-        if wm is not None and hasattr(wm, "step_stats"):
-            row.update({WM_STAT + k: v for k, v in summed_stats(wm.step_stats()).items()})
+        if wm is not None and hasattr(wm, "step_stats"):  # checked before the update, over every process's counts
+            row.update({WM_STAT + k: v for k, v in summed_stats(wm.step_stats(check=False)).items()})
         self.log.steps.append(row)
         self.log.pending = {}
         self.log.wall_s += wall
