@@ -1,7 +1,7 @@
 """The supervised warm start: TRL's SFTTrainer on grammar-rendered solutions of the training tasks.
 
 The paper starts GRPO from an instruct model that already writes runnable code. A 135M model does
-not (measured: see the LLM preset's notes), so the CPU path first fine-tunes it on solutions the
+not (``python -m bench.llm_bench`` measures its runnable rate), so the CPU path first fine-tunes it on solutions the
 grammar agent renders (:func:`wmrl.agent.grammar.render`, compacted) for the *training* tasks
 only - the held-out tasks are never seen. The solutions are drawn from the grammar agent's
 documented habits (:mod:`wmrl.agent.habits`), mistakes included, so the warm-started model inherits
