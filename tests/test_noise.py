@@ -45,6 +45,17 @@ def test_a_policy_fixed_across_seeds_measures_evaluation_noise_alone():
         noise.noise_from_fixed_policy(runs[runs.seed == 0], ["wmrl"])
 
 
+def test_the_evaluation_sds_interval_covers_the_true_sd_95_percent_of_the_time():
+    rng = np.random.default_rng(3)
+    hits = []
+    for _ in range(2000):
+        runs = pd.DataFrame({"arm": ["untrained"] * 5, "seed": range(5), "avg": rng.normal(0.3, 0.04, 5)})
+        r = noise.noise_from_fixed_policy(runs, ["untrained"], scale=100).iloc[0]
+        hits.append(r.sd_eval_lo <= 4.0 <= r.sd_eval_hi)
+        assert r.sd_eval_lo < r.sd_eval < r.sd_eval_hi
+    assert np.mean(hits) == pytest.approx(0.95, abs=0.015)
+
+
 def test_common_random_numbers_and_repeats_shrink_only_the_evaluation_part():
     base = noise.projected_mdd(4.0, 36.0, seeds=5)
     assert base == pytest.approx(stats.min_detectable_difference(np.sqrt(2 * 4 + 2 * 36), 5))

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from wmrl.experiments.stats import ALPHA, POWER, min_detectable_difference
 
@@ -74,18 +75,24 @@ def noise_from_fixed_policy(runs: pd.DataFrame, arms, col: str = "avg", fixed_ar
     """Per arm: SD over seeds, and its split into evaluation and training noise (in ``col * scale`` units).
 
     ``fixed_arm``'s policy is the same at every seed, so its variance over seeds is the evaluation
-    variance of one run's score; each trained arm's excess over it is training variance.
+    variance of one run's score; each trained arm's excess over it is training variance, *if* a
+    trained policy's evaluation noise is the untrained one's (an assumption: a policy that writes
+    more runnable scripts can spread more over its draws). ``sd_eval_lo`` / ``sd_eval_hi`` are the
+    95% chi-square interval of the evaluation SD, on ``fixed_arm``'s seeds - 1 degrees of freedom.
     """
     fixed = runs.loc[runs.arm == fixed_arm, col].dropna().to_numpy(float) * scale
     if len(fixed) < 2:
         raise ValueError(f"need the {fixed_arm!r} arm at two seeds or more to measure evaluation noise, got {len(fixed)}")
     var_eval = float(fixed.var(ddof=1))
+    df = len(fixed) - 1
+    lo, hi = (np.sqrt(df * var_eval / stats.chi2.ppf(q, df)) for q in (1 - ALPHA / 2, ALPHA / 2))
     rows = []
     for arm in arms:
         v = runs.loc[runs.arm == arm, col].dropna().to_numpy(float) * scale
         total = float(v.var(ddof=1)) if len(v) > 1 else float("nan")
         train = max(0.0, total - var_eval) if arm != fixed_arm else 0.0
         rows.append({"arm": arm, "seeds": len(v), "sd_total": np.sqrt(total), "sd_eval": np.sqrt(var_eval),
+                     "sd_eval_lo": float(lo), "sd_eval_hi": float(hi),
                      "sd_train": np.sqrt(train), "eval_share": min(1.0, var_eval / total) if total > 0 else float("nan")})
     return pd.DataFrame(rows).set_index("arm")
 
@@ -150,8 +157,10 @@ class Sizing:
         ways = [f"{'more than 10000' if pd.isna(r.seeds) else int(r.seeds)} seeds at {r.eval_reps} evaluation "
                 f"repeat{'s' * (r.eval_reps > 1)} (CRN correlation {r.eval_corr:g}; "
                 f"{'-' if pd.isna(r.hours) else f'{r.hours:.1f}'} hours)" for r in self.to_goal.itertuples()]
-        return (f"To detect {self.goal:g} points on {what} would take {' or '.join(ways)}. Training noise is "
-                f"{self.train_share:.0%} of one trained run's variance here, and only more seeds reduce it.")
+        return (f"To detect {self.goal:g} points on {what} would take {' or '.join(ways)}, if the components held. "
+                f"Training noise is {self.train_share:.0%} of one trained run's variance by this split, which takes a "
+                "trained policy's evaluation noise to be the untrained one's; if it is larger, more evaluation "
+                "samples would reduce the variance too, and these seed counts overstate what is needed.")
 
 
 def campaign_sizing(runs: pd.DataFrame, arms, goal: float, fixed_arm: str = "untrained",

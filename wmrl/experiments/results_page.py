@@ -428,8 +428,11 @@ def _noise_section(runs: pd.DataFrame) -> list[str]:
     s = noise.campaign_sizing(runs, arms, noise.GOAL_POINTS)
     lines = ["## Where the noise comes from", "",
              (f"The untrained policy is the same at every seed, so its spread over seeds is evaluation noise alone: "
-             f"SD {s.var_eval ** 0.5:.1f} points of held-out Avg. A trained arm's excess over it is training noise "
-             f"(mean over trained arms: SD {s.var_train ** 0.5:.1f}). For a paired difference between two arms, the "
+             f"SD {s.var_eval ** 0.5:.1f} points of held-out Avg (95% interval {s.components.sd_eval_lo.iloc[0]:.1f} "
+             f"to {s.components.sd_eval_hi.iloc[0]:.1f}, from {int(s.components.seeds.loc['untrained'])} seeds). A "
+             "trained arm's excess over it is training noise, if its evaluation noise is the untrained policy's (not "
+             f"measured here; mean over trained arms: SD {s.var_train ** 0.5:.1f}). For a paired difference between "
+             "two arms, the "
              "detectable difference (80% power) of a few campaign designs, if these components held, and the "
              f"hours its {len(arms)} arms would take on this machine at the committed runs' mean wall time per "
              "run (each further evaluation repeat adds the run's final evaluation):"), "",
