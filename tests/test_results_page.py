@@ -21,15 +21,20 @@ def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     page = results_page.results_page(RESULTS, "small")
     found = results_page.findings_page(RESULTS, "small")
     vla = results_page._vla_results(RESULTS, "small", [0, 1, 2])
-    for c in claims.MAIN + claims.ABLATION + claims.ANCHOR_ONLY + (claims.VLA if isinstance(vla, list) and vla else ()):
+    from wmrl.experiments import primary
+
+    # the declared family's rows; Table 1 at the campaign's seeds is named, not counted twice (FINDINGS.md has it)
+    for c in primary.PRIMARY + claims.ABLATION + claims.ANCHOR_ONLY + (claims.VLA if isinstance(vla, list) and vla else ()):
         assert page.count(f"\n| {c.id} |") == 1, c.id
+    assert "\n| C1-C2 |" not in page and "superseded by the primary family: [01_main_table]" in page
     runs = add_totals(load_runs("small", RESULTS, seeds=[0, 1, 2]))
     for sentence in claims.what_we_see(claims.evaluate_claims(runs, claims.MAIN)):
         assert sentence in found
     assert "## Where the noise comes from" in found
     params = notebook_params("small")
     # the header names every seed a row uses: notebook 12's claims are at new seeds, not the preset's
-    assert f"seeds {params['SEEDS']}; notebook 12's claims at its new seeds {params['CONFIRM_SEEDS']})" in page
+    assert (f"seeds {params['SEEDS']}; notebook 12's claims at its new seeds {params['CONFIRM_SEEDS']}; the primary "
+            "family at its seeds 6-17)") in page
     # notebook 11's claims: one row each, from its tagged runs
     regime_claims = claims.method_regime(regime.variants("small", params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"]),
                                          run_config("od", "small").method.od_min_pairs,
@@ -94,7 +99,7 @@ def test_a_preset_without_results_says_how_to_make_them(tmp_path):
 
 def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     page = (RESULTS.parent / "RESULTS.md").read_text()
-    short = next(line for line in page.splitlines() if line.startswith("**In short.**"))
+    short = next(line for line in page.splitlines() if line.startswith("**In short"))
     readme = (RESULTS.parent / "README.md").read_text()
     assert f"\n{short}\n{results_page.README_END}" in readme
     block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]
@@ -111,10 +116,12 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
                                                    f"1 is new.\n{results_page.README_END}\nrest\n")
     row = "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | 0.4 | reproduced | " \
           "[01_main_table](notebooks/01_main_table.ipynb) |"
-    (tmp_path / "page.md").write_text(f"# Results\n\n{row}\n\n**In short.** One.\n")
+    (tmp_path / "page.md").write_text(f"# Results\n\n{results_page.PRIMARY_HEADING}\n\n{row}\n\n## Other\n\n{row}\n\n"
+                                      "**In short.** One.\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
-    assert "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | reproduced |\n\n**In short.** One." in \
-        (tmp_path / "README.md").read_text()
+    text = (tmp_path / "README.md").read_text()
+    assert "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | reproduced |\n\n**In short.** One." in text
+    assert text.count("| C0 |") == 1  # only the primary section's rows
 
 
 def test_the_summary_counts_verdicts_and_names_the_claims():

@@ -255,7 +255,7 @@ def main(argv=None) -> int:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
     which.add_argument("--campaign", choices=sorted(CAMPAIGNS),
-                       help="; ".join(f"{k}: {v}" for k, v in CAMPAIGNS.items()) + " (default: all)")
+                       help="; ".join(f"{k}: {v.about}" for k, v in CAMPAIGNS.items()) + " (default: all)")
     parser.add_argument("--fresh", action="store_true", help="with --campaign: first remove the runs and results "
                         "the campaign owns (wmrl/campaigns.py), so it retrains them; the other campaigns' are kept")
     parser.add_argument("--timings", action="store_true", help="only rewrite results/timings.json and the README's "

@@ -203,7 +203,7 @@ class WMRLReward:
         rows.sort(key=lambda r: r[0])
         if wmrl_stats is not None:  # the step's statistics over every process's rows
             self.log.pending = step_stats([r[3] for r in rows])
-        wm = self.rollout_func.world_model
+        wm = getattr(self.rollout_func, "world_model", None)
         if wm is not None and hasattr(wm, "check_defaulted"):  # before the step is learnt from, on every process
             wm.check_defaulted(summed_stats(wm.pending_stats()))
         real = np.array([np.nan if r[1] is None else r[1] for r in rows], float).reshape(-1, n)
