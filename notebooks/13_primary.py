@@ -75,7 +75,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from wmrl.experiments import claims, plots, stats
+from wmrl.experiments import claims, noise, plots, stats
 from wmrl.experiments.collect import load_arm_runs
 
 plots.use_style()
@@ -163,10 +163,8 @@ per_seed_s = runs.groupby("seed").wall_s.sum().mean()
 
 
 def seeds_for(sd, target):
-    n = 2
-    while n < 100_000 and stats.min_detectable_difference(sd, n) > target:
-        n += 1 if n < 200 else n // 10
-    return n
+    """The fewest seeds detecting ``target`` for a paired SD ``sd``: noise's bisection, all of it one component."""
+    return noise.seeds_to_detect(target, var_train=sd**2 / 2, var_eval=0.0)
 
 
 rows = []

@@ -19,12 +19,12 @@ import pandas as pd
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.stats import mean_ci
 
-__all__ = ["compute_to_reach", "learning_curves", "reach", "summarise_curves"]
+__all__ = ["compute_to_reach", "heldout_avg", "learning_curves", "reach", "summarise_curves"]
 
 START_ARM = "untrained"
 
 
-def _heldout_avg(evals: pd.DataFrame, scale: float) -> pd.DataFrame:
+def heldout_avg(evals: pd.DataFrame, scale: float) -> pd.DataFrame:
     """The paper's Avg per (arm, seed, step): per-task avg@k, mean within category, mean over categories."""
     return (evals.groupby(["arm", "seed", "step", "category"]).percentile.mean()
             .groupby(["arm", "seed", "step"]).mean().mul(scale).rename("avg").reset_index())
@@ -46,12 +46,12 @@ def learning_curves(runs: pd.DataFrame, scale: float = 100.0, kind: str = "charg
     trained = runs[runs.arm != START_ARM]
     if trained.empty:
         raise ValueError("learning curves need at least one trained arm")
-    curves = _heldout_avg(load_table(trained, "eval"), scale)
+    curves = heldout_avg(load_table(trained, "eval"), scale)
     curves = curves.merge(_compute_before(load_table(trained, "ledger"), kind), on=["arm", "seed", "step"], how="left")
     curves.loc[curves.step == 0, "compute_s"] = 0.0
     start = runs[runs.arm == START_ARM]
     if not start.empty:
-        s0 = _heldout_avg(load_table(start, "eval"), scale).drop(columns="arm")
+        s0 = heldout_avg(load_table(start, "eval"), scale).drop(columns="arm")
         firsts = curves[["arm", "seed"]].drop_duplicates().merge(s0, on="seed")
         curves = pd.concat([firsts.assign(compute_s=0.0), curves], ignore_index=True)
     return curves.sort_values(["arm", "seed", "step"]).reset_index(drop=True)

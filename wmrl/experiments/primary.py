@@ -37,6 +37,7 @@ from scipy import optimize, stats
 from wmrl.experiments import paper
 from wmrl.experiments.claims import Claim, MatchedCompute
 from wmrl.experiments.collect import load_table
+from wmrl.experiments.curves import heldout_avg
 from wmrl.experiments.stats import ALPHA
 
 __all__ = ["PRIMARY", "PRIMARY_ARMS", "Look", "late_average", "late_steps", "looks", "obf_levels", "run_looks"]
@@ -49,19 +50,13 @@ def late_steps(steps: int) -> int:
     return steps // 2 + 1
 
 
-def _avg_by_step(runs: pd.DataFrame, scale: float) -> pd.DataFrame:
-    evals = load_table(runs, "eval")
-    return (evals.groupby(["arm", "seed", "step", "category"]).percentile.mean()
-            .groupby(["arm", "seed", "step"]).mean().mul(scale).rename("avg").reset_index())
-
-
 def late_average(runs: pd.DataFrame, steps: int, scale: float = 1.0) -> pd.Series:
     """Per run (``runs``' index), the mean held-out Avg of its evaluations at steps >= :func:`late_steps`.
 
     A run with no evaluation there (the untrained arm, evaluated once at step 0) takes the mean of
     all its evaluations. ``scale`` as in :func:`~wmrl.experiments.curves.learning_curves` (1: a fraction).
     """
-    by_step = _avg_by_step(runs, scale)
+    by_step = heldout_avg(load_table(runs, "eval"), scale)
     first = late_steps(steps)
     late = by_step[by_step.step >= first].groupby(["arm", "seed"]).avg.mean()
     every = by_step.groupby(["arm", "seed"]).avg.mean()
