@@ -105,11 +105,16 @@ class LLMWorldModel:
             counts.update({f"backend_{k}": v for k, v in backend_stats().items()})
         return counts | stat_rates(counts)
 
-    def pending_stats(self) -> dict[str, float]:
-        """The counts since the last :meth:`step_stats`, with their rates, without resetting them."""
-        now = {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
+    def _totals(self) -> dict[str, float]:
+        return {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
+
+    def _since_mark(self, now: dict[str, float]) -> dict[str, float]:
         delta = {k: v - self._step_mark.get(k, 0) for k, v in now.items()}
         return delta | stat_rates(delta)
+
+    def pending_stats(self) -> dict[str, float]:
+        """The counts since the last :meth:`step_stats`, with their rates, without resetting them."""
+        return self._since_mark(self._totals())
 
     def step_stats(self, check: bool = True) -> dict[str, float]:
         """The counts since the previous call (read and reset), with their rates: one row of a step's log.
@@ -117,8 +122,8 @@ class LLMWorldModel:
         Raises :class:`DefaultedVerdictsError` (unless ``check`` is False) when the share of those
         checks defaulted to pass is above ``max_defaulted_share`` (:meth:`check_defaulted`).
         """
-        row = self.pending_stats()
-        self._step_mark = {k: v for k, v in self.stats().items() if not k.endswith("_rate")}
+        now = self._totals()
+        row, self._step_mark = self._since_mark(now), now
         if check:
             self.check_defaulted(row)
         return row
