@@ -433,6 +433,8 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 90):
 # (`findings.fidelity_dial_findings`).
 
 # %% tags=["nbval-check-output"]
+if CLAIMS:  # RESULTS.md reads the declared claims
+    nb.save_claims(claims_table, cfg, "the fidelity dial: how good must the world model be")
 print("\n".join((claims.what_we_see(claims_table) if CLAIMS else [])
                 + findings.fidelity_dial_findings(level_x, be, marks, runs[runs.arm.isin(dial.label)])))
 

@@ -216,6 +216,7 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 80):
 # Computed from the tables above (`claims.what_we_see`, `anchor_budget.budget_findings`).
 
 # %% tags=["nbval-check-output"]
+nb.save_claims(R.claims, cfg, "the anchor budget: how many anchors, and which", R.sentences)  # what RESULTS.md reads
 print("\n".join(R.sentences))
 
 # %% [markdown]

@@ -284,7 +284,10 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 70):
 # `findings.regime_findings`).
 
 # %% tags=["nbval-check-output"]
-print("\n".join(claims.what_we_see(verdicts) + findings.regime_findings(preq, spread_runs, FROM_STEP)))
+SENTENCES = claims.what_we_see(verdicts) + findings.regime_findings(preq, spread_runs, FROM_STEP)
+nb.save_claims(verdicts, cfg, "the method in its regime: OD's first fit, the step size, IVD's warm-up",
+               SENTENCES)  # what RESULTS.md reads
+print("\n".join(SENTENCES))
 
 # %% [markdown]
 # Where the runs come from (git commit, date; folders relative to `RESULTS_DIR`):

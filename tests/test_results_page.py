@@ -138,8 +138,8 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
 @pytest.mark.parametrize("notebook", ["07_llm_agent", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget",
                                       "11_method_regime", "12_confirmatory"])
 def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_says(notebook):
-    """The page re-derives each beyond notebook's claims from results/ through the notebook's own calls:
-    every claim sentence of the committed notebook's last "what we see" output is on the page."""
+    """The page reads each beyond notebook's claims (07: through its own readout; 08-12: as declared): every
+    claim sentence of the committed notebook's last "what we see" output is on the page."""
     cells = nbformat.read(RESULTS.parent / "notebooks" / f"{notebook}.ipynb", as_version=4).cells
     heading = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## What we see"))
     cell = next(c for c in cells[heading:] if c.cell_type == "code")
@@ -171,3 +171,22 @@ def test_the_noise_section_says_what_the_goal_would_cost_from_the_runs_own_wall_
         per_run[arm] = sum(walls) / len(walls)
     hours = n * sum(per_run.values()) / 3600
     assert f"would take {n} seeds at 1 evaluation repeat (CRN correlation 0; {hours:.1f} hours)" in page
+
+
+def test_a_declaration_keeps_its_sentences_and_an_unchanged_one_is_not_rewritten(tmp_path):
+    from wmrl.experiments.notebook import NotebookConfig, declared_claims, save_claims
+
+    d = declared_claims(RESULTS, "small")["10_anchor_budget"]
+    assert d.sentences and d.title == "the anchor budget: how many anchors, and which"
+    cfg = NotebookConfig("99_example", "replay", "small", [0, 1, 2], tmp_path, tmp_path)
+    path = save_claims(d.table, cfg, "an example", d.sentences)
+    side = path.with_name(path.name + ".provenance.json")
+    first = side.read_text()
+    side.write_text(first.replace('"date"', '"date_kept"'))  # a rewrite would put the date back
+    save_claims(d.table, cfg, "an example", d.sentences)
+    assert '"date_kept"' in side.read_text()
+    got = declared_claims(tmp_path, "small")["99_example"]
+    assert got.title == "an example" and got.sentences == d.sentences and got.table.equals(d.table)
+    save_claims(d.table, cfg, "an example")  # no sentences: the page uses the table's what_we_see
+    assert declared_claims(tmp_path, "small")["99_example"].sentences == []
+    assert '"date"' in side.read_text()

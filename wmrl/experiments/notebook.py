@@ -40,6 +40,7 @@ __all__ = [
     "COMMON_KEYS",
     "MODES",
     "REPLAY_PRESET",
+    "Declared",
     "NotebookConfig",
     "ParameterError",
     "available_presets",
@@ -235,26 +236,46 @@ def load_results(name: str, cfg: NotebookConfig, subdir: str):
 CLAIMS_SUBDIR = "claims/{preset}"  # under RESULTS_DIR: one declared claims table per notebook
 
 
-def save_claims(table: pd.DataFrame, cfg: NotebookConfig, title: str) -> Path:
+def save_claims(table: pd.DataFrame, cfg: NotebookConfig, title: str, sentences=()) -> Path:
     """Declare a notebook's claims: its claims table (:func:`wmrl.experiments.claims.evaluate_claims`'s)
-    with the notebook's ``title``, in ``claims/<preset>/<notebook>.parquet`` under ``RESULTS_DIR`` with
-    provenance. RESULTS.md lists every declared table it does not compute itself (a new ablation's),
-    so a notebook reaches the page with no edit to library code. Call it in train mode."""
+    with the notebook's ``title`` and its closing ``sentences`` for FINDINGS.md (none: the table's own
+    :func:`~wmrl.experiments.claims.what_we_see`), in ``claims/<preset>/<notebook>.parquet`` under
+    ``RESULTS_DIR`` with provenance. RESULTS.md reads every declared table, so a notebook reaches the
+    page with no edit to library code. An unchanged declaration is not rewritten, so a replay of
+    unchanged results leaves the file and its provenance as they were."""
     if "claim" in table.columns or table.index.name != "claim":
         raise ValueError("save_claims takes claims.evaluate_claims's table, indexed by claim")
     if not isinstance(title, str) or not title.strip():
         raise ParameterError("save_claims needs the notebook's title (a few words: what it compares)")
-    return save_results(table.reset_index().assign(title=title), cfg.notebook, cfg,
-                        CLAIMS_SUBDIR.format(preset=cfg.preset))
+    if any("\n" in s for s in sentences):
+        raise ValueError("a declared sentence is one line")
+    frame = table.reset_index().assign(title=title, findings="\n".join(sentences))
+    subdir = CLAIMS_SUBDIR.format(preset=cfg.preset)
+    path = cfg.results_dir / subdir / f"{cfg.notebook}.parquet"
+    if path.is_file() and _sidecar(path).is_file() and pd.read_parquet(path).equals(frame):
+        return path
+    return save_results(frame, cfg.notebook, cfg, subdir)
 
 
-def declared_claims(results_dir: str | Path, preset: str) -> dict[str, tuple[str, pd.DataFrame]]:
-    """Every claims table :func:`save_claims` wrote at ``preset``: ``{notebook: (title, table)}``."""
+@dataclass(frozen=True)
+class Declared:
+    """One notebook's declared claims (:func:`save_claims`): its title, its claims table, its sentences
+    (empty when it declared none)."""
+
+    title: str
+    table: pd.DataFrame
+    sentences: list[str]
+
+
+def declared_claims(results_dir: str | Path, preset: str) -> dict[str, Declared]:
+    """Every claims table :func:`save_claims` wrote at ``preset``, by notebook."""
     folder = Path(results_dir) / CLAIMS_SUBDIR.format(preset=preset)
     out = {}
     for path in sorted(folder.glob("*.parquet")):
         frame = pd.read_parquet(path)
-        out[path.stem] = (str(frame.pop("title").iloc[0]) if len(frame) else path.stem, frame.set_index("claim"))
+        title = str(frame.pop("title").iloc[0]) if len(frame) else path.stem
+        found = frame.pop("findings").iloc[0] if "findings" in frame and len(frame) else ""
+        out[path.stem] = Declared(title, frame.set_index("claim"), found.split("\n") if found else [])
     return out
 
 

@@ -1,10 +1,12 @@
 """``RESULTS.md``: every claim of the paper, ours beside it, and what each notebook shows, from ``results/``.
 
-Written by ``python -m wmrl.reproduce`` (also with ``--replay-only``) after the notebooks replay, from
-the same library calls the notebooks make (:mod:`~wmrl.experiments.claims`,
-:mod:`~wmrl.experiments.findings`), so the page, the notebooks and the numbers agree. The page
-carries no date or commit (those are in each result's provenance), so replaying unchanged
-results rewrites it identically.
+Written by ``python -m wmrl.reproduce`` (also with ``--replay-only``) after the notebooks replay. The
+paper's tables (notebooks 01-03, 06) and the sentences of notebooks 00, 04 and 05 come from the same
+library calls the notebooks make (:mod:`~wmrl.experiments.claims`, :mod:`~wmrl.experiments.findings`);
+every other notebook's claims and sentences are the ones it declared
+(:func:`~wmrl.experiments.notebook.save_claims`), so the page, the notebooks and the numbers agree and a
+new notebook reaches the page with no edit here. The page carries no date or commit (those are in each
+result's provenance), so replaying unchanged results rewrites it identically.
 """
 
 from __future__ import annotations
@@ -15,11 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.experiments import anchor_budget as budget
-from wmrl.experiments import claims, exploit_stress, findings, llm_agent, noise, regime
+from wmrl.experiments import claims, findings, llm_agent, noise
 from wmrl.experiments.collect import load_runs, load_table
 from wmrl.experiments.costs import add_totals
-from wmrl.experiments.fidelity_dial import dial_claims, level_arms, oracle_tag
 from wmrl.experiments.notebook import declared_claims
 from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
@@ -96,96 +96,6 @@ def _vla_results(results: Path, preset: str, seeds) -> list[dict] | str:
         return [r for r in load_results(results, preset) if r["seed"] in seeds]
     except FileNotFoundError as e:  # e.g. results in a layout the reader no longer accepts
         return str(e)
-
-
-def _tagged_runs(results: Path, preset: str, seeds, tags) -> list[pd.DataFrame] | None:
-    """The runs of each tag (every arm's that carries it, with compute totals), or None when any tag has none yet."""
-    try:
-        return [add_totals(load_runs(preset, results, seeds=seeds, tag=t)) for t in dict.fromkeys(tags)]
-    except FileNotFoundError:
-        return None
-
-
-def _method_regime(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
-    """Notebook 11's claims table and sentences, from the default Table 3 rows and its tagged runs
-    (the notebook's own calls); a message when its variants' runs are not all there."""
-    params = notebook_params(preset)
-    variants = regime.variants(preset, params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"])
-    base = runs[runs.arm.isin(regime.TABLE3)]
-    tagged = _tagged_runs(results, preset, seeds, [v.tag for v in (variants.std, *variants.first_fits,
-                                                                     variants.ivd_warmup)])
-    if tagged is None:
-        return f"No runs of its variants at preset `{preset}` yet: run `python -m wmrl.reproduce --only 11_method_regime`."
-    r = regime.readout(base, [v.value for v in variants.first_fits])
-    table = claims.evaluate_claims(pd.concat([base, *tagged]),
-                                   claims.method_regime(variants, r.first_fit, regime.default_ivd_warmup(preset)))
-    return table, claims.what_we_see(table) + findings.regime_findings(r.preq, r.spread_runs, r.from_step)
-
-
-def _fidelity_dial(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
-    """Notebook 08's claims table and its sentences on it (the notebook's own calls; the break-even and
-    the world models' marks are in the notebook); a message when its levels' runs are not all there."""
-    params = notebook_params(preset)
-    levels = sorted(float(v) for v in params["FIDELITY_LEVELS"])
-    tags = [oracle_tag(v, params["FIDELITY_DISTORTION"]) for v in levels]
-    tagged = _tagged_runs(results, preset, seeds, tags)
-    if tagged is None:
-        return f"No runs of its levels at preset `{preset}` yet: run `python -m wmrl.reproduce --only 08_fidelity_dial`."
-    frame = pd.concat([runs[runs.arm.isin(params["FIDELITY_BANDS"])], *tagged], ignore_index=True)
-    arms = level_arms(levels, params["FIDELITY_ARMS"], params["FIDELITY_END_ARMS"])[levels[0]]  # the ends have all
-    chosen = [c for c in dial_claims(tags[0], tags[-1], arms) if {c.a, c.b} <= set(frame.arm)]
-    table = claims.evaluate_claims(frame, chosen)
-    return table, claims.what_we_see(table)
-
-
-def _exploit_stress(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
-    """Notebook 09's claims table and sentences (the notebook's own readout); a message when its runs are
-    not all there."""
-    params = notebook_params(preset)
-    exploit, arms, fixes = params["STRESS_EXPLOIT"], params["STRESS_ARMS"], params["STRESS_FIXES"]
-    tag, fix_tag = exploit_stress.stress_tag(exploit), exploit_stress.stress_tag(exploit, fix=True)
-    tagged = _tagged_runs(results, preset, seeds, [tag, *([fix_tag] if fixes else [])])
-    if tagged is None:
-        return f"No runs of its stress test at preset `{preset}` yet: run `python -m wmrl.reproduce --only 09_exploit_stress`."
-    default = runs[runs.arm.isin({params["STRESS_REFERENCE"], *arms, *fixes})]
-    rows = results / exploit_stress.REGION_ROWS.format(preset=preset)
-    r = exploit_stress.readout(pd.concat([default, *tagged], ignore_index=True), tag, fix_tag, arms, fixes,
-                               pd.read_parquet(rows) if rows.is_file() else None)
-    return r.claims, r.sentences
-
-
-def _anchor_budget(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
-    """Notebook 10's claims table and sentences (the notebook's own calls); a message when its shares'
-    runs are not all there."""
-    params = notebook_params(preset)
-    plan = budget.budget_plan(preset, params["BUDGET_ARMS"], params["BUDGET_SHARES"], params["BUDGET_ACTIVE_SHARES"])
-    tagged = _tagged_runs(results, preset, seeds, [r.tag for r in plan if r.tag is not None])
-    if tagged is None:
-        return f"No runs of its shares at preset `{preset}` yet: run `python -m wmrl.reproduce --only 10_anchor_budget`."
-    default = [budget.REFERENCE, "untrained"] + [r.arm for r in plan if r.tag is None]
-    r = budget.readout(pd.concat([runs[runs.arm.isin(default)], *tagged], ignore_index=True), plan)
-    return r.claims, r.sentences
-
-
-def _confirmatory(results: Path, preset: str, seeds, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]] | str:
-    """Notebook 12's claims table and sentences at the preset's ``CONFIRM_SEEDS`` (the notebook's own calls),
-    beside the lift at the page's ``seeds``, where notebook 11 saw it; a message when its runs are not all there."""
-    confirm, std, arms = notebook_params(preset)["CONFIRM_SEEDS"], regime.std_variant(preset), list(claims.CONFIRM_ARMS)
-    missing = f"No runs at its seeds {confirm} yet: run `python -m wmrl.reproduce --only 12_confirmatory`."
-    try:
-        new = pd.concat([load_runs(preset, results, arms=arms, seeds=confirm, tag=t) for t in (None, std.tag)])
-    except FileNotFoundError:
-        return missing
-    if not {a for arm in arms for a in (arm, std.label(arm))} <= set(new.arm):
-        return missing
-    explored = [runs[runs.arm.isin(arms)]]
-    try:
-        explored.append(load_runs(preset, results, arms=arms, seeds=seeds, tag=std.tag))
-    except FileNotFoundError:  # notebook 11 not run yet: its side of the comparison is left out
-        pass
-    explored = pd.concat(explored, ignore_index=True)
-    table = claims.evaluate_claims(new, claims.std_confirmation(std, confirm))
-    return table, claims.what_we_see(table) + findings.confirmation_findings(explored, new, std, arms)
 
 
 def _llm_agent(results: Path, preset: str) -> list[str] | None:
@@ -283,27 +193,6 @@ def _read(results: str | Path, preset: str) -> _Read:
         tables[notebook] = table
         paragraphs[notebook] = (title, claims.what_we_see(table)
                                 + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
-    tagged_notebooks = (  # notebooks whose claims need tagged runs: (name, title, default runs read, readout)
-        ("08_fidelity_dial", "the fidelity dial: how good must the world model be", {"grpo", "anchor_only"},
-         _fidelity_dial),
-        ("09_exploit_stress", "Assumption 6 under stress: a world model whose bias the policy can exploit",
-         {params["STRESS_REFERENCE"], *params["STRESS_ARMS"], *params["STRESS_FIXES"]}, _exploit_stress),
-        ("10_anchor_budget", "the anchor budget: how many anchors, and which", {budget.REFERENCE, "untrained", "wmrl",
-                                                                             "anchor_only"}, _anchor_budget),
-        ("11_method_regime", "the method in its regime: OD's first fit, the step size, IVD's warm-up",
-         set(regime.TABLE3), _method_regime),
-        ("12_confirmatory", "a confirmatory test, at new seeds, of what notebook 11 saw: std-normalised advantages",
-         set(claims.CONFIRM_ARMS), _confirmatory),
-    )
-    for notebook, title, needs, readout in tagged_notebooks:
-        if runs is None or not needs <= set(runs.arm):
-            continue
-        got = readout(results, preset, seeds, runs)
-        if isinstance(got, str):
-            paragraphs[notebook] = (title, [got])
-        else:
-            tables[notebook] = got[0]
-            paragraphs[notebook] = (title, got[1])
     theory = results / "theory"
     if (theory / "thm3_curves.parquet").is_file():
         paragraphs["00_theory"] = ("Theorems 3-4, Lemma 12, Assumption 6 on a synthetic problem",
@@ -318,10 +207,10 @@ def _read(results: str | Path, preset: str) -> _Read:
         if profile.is_file():
             sentences += findings.profile_findings(summary_table(pd.read_parquet(profile)))
         paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", sentences)
-    for notebook, (title, table) in declared_claims(results, preset).items():  # e.g. a new ablation's
-        if notebook not in tables and not table.empty:
-            tables[notebook] = table
-            paragraphs[notebook] = (title, claims.what_we_see(table))
+    for notebook, d in declared_claims(results, preset).items():  # notebooks 08-13's and every new ablation's
+        if notebook not in tables and not d.table.empty:
+            tables[notebook] = d.table
+            paragraphs[notebook] = (d.title, d.sentences or claims.what_we_see(d.table))
     out.llm = _llm_agent(results, preset)
     if runs is not None and "untrained" in set(runs.arm) and runs[runs.arm == "untrained"].seed.nunique() > 1:
         out.noise = _noise_section(runs)
