@@ -113,10 +113,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from scipy.stats import spearmanr
 
-from wmrl.experiments import claims, findings, plots, stats
+from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table
-from _fidelity_dial import break_even, crossing, dial_frame, oracle_overrides, profile_overrides, run_fidelity
-from wmrl.experiments.fidelity_dial import dial_claims, level_arms, oracle_tag, profile_tag
+from _fidelity_dial import (break_even, crossing, dial_claims, dial_frame, fidelity_dial_findings, level_arms,
+                            oracle_overrides, oracle_tag, profile_overrides, profile_tag, run_fidelity)
 from wmrl.world_model.fidelity import within_group_spearman
 from wmrl.world_model.oracle import distort
 
@@ -430,13 +430,13 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 90):
 # ## What we see
 #
 # Computed from the claims table (`claims.what_we_see`) and from the tables above
-# (`findings.fidelity_dial_findings`).
+# (`fidelity_dial_findings`).
 
 # %% tags=["nbval-check-output"]
 if CLAIMS:  # RESULTS.md reads the declared claims
     nb.save_claims(claims_table, cfg, "the fidelity dial: how good must the world model be")
 print("\n".join((claims.what_we_see(claims_table) if CLAIMS else [])
-                + findings.fidelity_dial_findings(level_x, be, marks, runs[runs.arm.isin(dial.label)])))
+                + fidelity_dial_findings(level_x, be, marks, runs[runs.arm.isin(dial.label)])))
 
 # %% [markdown]
 # ## 6. What the instrument cost, and what was recorded apart

@@ -1,7 +1,9 @@
-r"""The fidelity dial's analysis, notebook 08's helper: each level's measured fidelity, and the break-even.
+r"""The fidelity dial (notebook 08): its runs' names, its claims, each level's measured fidelity, the break-even.
 
 The oracle-derived world model (:mod:`wmrl.world_model.oracle`) is trained at several noise levels
-:math:`\sigma`, each its own tag (:func:`oracle_tag`). A level's *fidelity* is what it achieved,
+:math:`\sigma`, each its own tag (:func:`oracle_tag`); the program-analysis world model at another
+profile has its own (:func:`profile_tag`). The claims are :func:`dial_claims`, the closing sentences
+:func:`fidelity_dial_findings`. A level's *fidelity* is what it achieved,
 not what it was set to: the within-group Spearman of predicted and real reward on the anchor
 pairs that training logged (``fid_spearman`` in ``steps.parquet``, one anchor group per step at
 the ``small`` preset), averaged over the run's steps (:func:`run_fidelity`) and, for a level, over
@@ -32,11 +34,71 @@ import numpy as np
 import pandas as pd
 
 from wmrl.arms import get_arm
-from wmrl.experiments.fidelity_dial import DEFAULT_DISTORTION, DEFAULT_PROFILE, level_arms, oracle_tag
+from wmrl.config import WorldModelConfig
+from wmrl.experiments.claims import Claim
 from wmrl.experiments.stats import mean_ci
 
-__all__ = ["BreakEven", "break_even", "crossing", "dial_frame", "oracle_overrides", "profile_overrides",
+__all__ = ["DEFAULT_DISTORTION", "DEFAULT_PROFILE", "BreakEven", "break_even", "crossing", "dial_claims", "dial_frame",
+           "fidelity_dial_findings", "level_arms", "oracle_overrides", "oracle_tag", "profile_overrides", "profile_tag",
            "run_fidelity"]
+
+DEFAULT_PROFILE = WorldModelConfig().profile
+DEFAULT_DISTORTION = WorldModelConfig().oracle_distortion
+
+
+def oracle_tag(noise: float, distortion: str = DEFAULT_DISTORTION) -> str:
+    """The tag of one level's runs: ``oracle-0.2`` (``oracle-identity-0.2`` for another distortion)."""
+    kind = "" if distortion == DEFAULT_DISTORTION else f"{distortion}-"
+    return f"oracle-{kind}{float(noise):g}"
+
+
+def profile_tag(profile: str) -> str | None:
+    """The tag of the program-analysis world model's runs at ``profile``: None for the default profile
+    (the default runs, shared with notebooks 01-05), ``wm-<profile>`` for another."""
+    return None if profile == DEFAULT_PROFILE else f"wm-{profile}"
+
+
+def level_arms(levels, arms, end_arms=()) -> dict[float, list[str]]:
+    """The arms trained at each noise level: ``arms`` at every level, ``end_arms`` at the lowest and the
+    highest noise only (both ends of the dial: the two levels the claims compare)."""
+    levels = sorted(float(v) for v in levels)
+    ends = {levels[0], levels[-1]} if levels else set()
+    return {v: [*arms, *(a for a in end_arms if a not in arms and v in ends)] for v in levels}
+
+
+def dial_claims(top: str, bottom: str, arms) -> list[Claim]:
+    """The notebook's claims, for the most (``top``) and least (``bottom``) faithful level's tag."""
+    arms = set(arms)
+    out = []
+    if "wm" in arms:
+        out.append(Claim("D1", "a world model that ranks better trains a better policy: wm at the highest fidelity "
+                         "beats wm at the lowest", "not tested in the paper", f"wm~{top}", f"wm~{bottom}"))
+    if "wmrl" in arms:
+        out.append(Claim("D2", "WMRL trains a better policy with a better world model (highest fidelity beats lowest)",
+                         "not tested in the paper", f"wmrl~{top}", f"wmrl~{bottom}"))
+    if {"wm", "wmrl"} <= arms:
+        out.append(Claim("D3", "with a poor world model the corrections protect: WMRL beats the pure world model at "
+                         "the lowest fidelity", "Table 3 / Thm 4 (bias shrinks, rho falls back)", f"wmrl~{bottom}",
+                         f"wm~{bottom}"))
+    if "wmrl" in arms:
+        out += [
+            Claim("D4", "with a faithful world model, WMRL beats the anchors alone (the world model adds information)",
+                  "not tested in the paper", f"wmrl~{top}", "anchor_only"),
+            Claim("D5", "with a poor world model, WMRL falls below GRPO", "not tested in the paper", f"wmrl~{bottom}",
+                  "grpo", expect="<"),
+            Claim("D6", "C1-C2's best case: with a faithful world model, WMRL beats GRPO",
+                  "16.4 vs 15.2 (4B), 21.6 vs 18.8 (9B) with the paper's world model", f"wmrl~{top}", "grpo"),
+        ]
+    # Table 3's corrections where they should matter most: a poor world model, against the uncorrected mix
+    if {"mix", "od"} <= arms:
+        out.append(Claim("D7", "with a poor world model Online Debiasing protects: OD alone beats the uncorrected mix "
+                         "at the lowest fidelity", "C22-OD at the paper's world model: 15.7 vs 13.5 (4B MLE)",
+                         f"od~{bottom}", f"mix~{bottom}"))
+    if {"mix", "wmrl"} <= arms:
+        out.append(Claim("D8", "with a poor world model both corrections protect: WMRL beats the uncorrected mix at "
+                         "the lowest fidelity", "C22-both at the paper's world model: 16.4 vs 13.5 (4B MLE)",
+                         f"wmrl~{bottom}", f"mix~{bottom}"))
+    return out
 
 
 def oracle_overrides(noise: float, distortion: str = DEFAULT_DISTORTION) -> dict:
@@ -141,3 +203,53 @@ def break_even(x, diffs) -> BreakEven:
     m, lo, hi = stats.T
     return BreakEven(crossing(x, m), crossing(x, hi), crossing(x, lo), float(x[0]), float(x[-1]),
                      int((~np.isnan(d)).all(axis=0).sum()))
+
+
+def _versus_break_even(b) -> str:
+    if np.isnan(b.x):
+        return "is undefined (a level lacks the reference's seeds)"
+    if b.x == -np.inf:
+        return f"lies at or below the lowest fidelity measured ({b.x_min:.2f}; 95% interval {b.text()})"
+    if b.x == np.inf:
+        return f"lies above the highest fidelity measured ({b.x_max:.2f}; 95% interval {b.text()})"
+    return f"is a within-group Spearman of {b.text()} (95% interval)"
+
+
+def fidelity_dial_findings(level_x: pd.DataFrame, break_evens: dict, marks: pd.DataFrame,
+                           oracle_runs: pd.DataFrame) -> list[str]:
+    """Notebook 08's findings: what the dial reached, the break-evens, where the real world models sit,
+    and what knowing the truth cost.
+
+    ``level_x``: per noise level (index), the measured fidelity ``x``; ``break_evens``: ``{(arm,
+    reference): BreakEven}`` (:func:`break_even`); ``marks``: per real
+    world model (index), ``spearman``, ``footing`` and ``labels`` (its runs; empty for a fixed-set
+    mark); ``oracle_runs``: the rows of the oracle-derived runs (``load_runs``' columns).
+    """
+    out = [(f"The oracle-derived world model's noise levels sigma = {', '.join(f'{s:g}' for s in level_x.index)} "
+            f"reached a within-group Spearman on the anchor pairs of {', '.join(f'{x:.2f}' for x in level_x.x)} (mean "
+            "over the seeds and the arms with anchors trained at every level).")]
+    for (arm, ref), b in break_evens.items():
+        if ref == "grpo" or (arm == "wmrl" and ref == "anchor_only"):
+            out.append(f"The break-even of {arm} against {ref} (the fidelity from which {arm}'s mean held-out Avg stays "
+                       f"at or above {ref}'s) {_versus_break_even(b)}, over {b.seeds} seeds.")
+    b = break_evens.get(("wmrl", "grpo"))
+    for name, r in marks.iterrows():
+        if not np.isfinite(r.spearman):
+            out.append(f"The {name} world model's Spearman is undefined ({r.footing}).")
+            continue
+        text = f"The {name} world model ranks with a Spearman of {r.spearman:.2f} ({r.footing})"
+        if len(r.labels) and b is not None and not np.isnan(b.x):
+            if b.x == np.inf:
+                text += ", short of any fidelity at which WMRL matched GRPO on the dial"
+            elif r.spearman >= b.x:
+                text += f", at or above WMRL's break-even against GRPO ({b.fmt(b.x)})"
+            else:
+                text += f", below WMRL's break-even against GRPO ({b.fmt(b.x)})"
+        out.append(text + ".")
+    if len(oracle_runs) and "oracle_charged_s" in oracle_runs:
+        out.append(f"Knowing the truth took the {len(oracle_runs)} oracle-derived runs "
+                   f"{int(oracle_runs.oracle_count.sum())} executions ({oracle_runs.oracle_charged_s.sum() / 60:.1f} "
+                   f"CPU-minutes, {oracle_runs.oracle_actual_s.sum() / 60:.1f} wall-minutes; their other lookups were "
+                   "served by the shared memo), recorded apart and in no arm's cost; their world models were charged "
+                   f"{oracle_runs.world_model_charged_s.sum() / 60:.2f} CPU-minutes, a world-model call per prediction.")
+    return out

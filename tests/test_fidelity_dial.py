@@ -1,4 +1,4 @@
-"""Notebook 08's analysis (notebooks/_fidelity_dial.py, wmrl/experiments/fidelity_dial.py): the measured fidelity of a level, the
+"""Notebook 08's analysis (notebooks/_fidelity_dial.py): the measured fidelity of a level, the
 break-even fidelity and its interval, checked against hand computations."""
 
 from __future__ import annotations
@@ -10,8 +10,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from notebooks._fidelity_dial import break_even, crossing, dial_frame, oracle_overrides, profile_overrides
-from wmrl.experiments.fidelity_dial import dial_claims, level_arms, oracle_tag, profile_tag
+from notebooks._fidelity_dial import (
+    break_even,
+    crossing,
+    dial_claims,
+    dial_frame,
+    level_arms,
+    oracle_overrides,
+    oracle_tag,
+    profile_overrides,
+    profile_tag,
+)
 from wmrl.presets import run_config
 
 

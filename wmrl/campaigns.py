@@ -55,7 +55,7 @@ class Campaign:
     folders: tuple[str, ...] = field(default=())
 
 
-# Notebook 11's variants (wmrl.experiments.regime) and notebook 08's (wmrl.experiments.fidelity_dial).
+# Notebook 11's variants (notebooks/_regime.py) and notebook 08's (notebooks/_fidelity_dial.py).
 PAPER_TAGS = ("std", "first_fit-*", "warmup_*")
 DIAL_TAGS = ("oracle-*", "wm-*")
 

@@ -3,8 +3,7 @@
 The experiment notebooks with claims (01-03, 06, 08, 11) use
 :func:`~wmrl.experiments.claims.what_we_see`; the theory, compute and fidelity notebooks have
 numbers rather than claims, and their sentences are written here, as is notebook 06's reading of
-its world model on the rollouts of the arm trained on it (:func:`vla_hacking`); notebook 08 adds its
-break-evens and marks to its claims' sentences. The notebooks print them and
+its world model on the rollouts of the arm trained on it (:func:`vla_hacking`). The notebooks print them and
 ``RESULTS.md`` quotes them, so the text in both places is the numbers' and cannot drift.
 """
 
@@ -19,7 +18,7 @@ from wmrl.experiments import costs, paper
 from wmrl.experiments.regime import NEVER, relative_to_identity
 from wmrl.experiments.stats import fmt_ci, mean_ci, paired_values
 
-__all__ = ["compute_findings", "confirmation_findings", "fidelity_dial_findings", "fidelity_findings", "plateau",
+__all__ = ["compute_findings", "confirmation_findings", "fidelity_findings", "plateau",
            "profile_findings", "regime_findings", "theory_findings", "vla_hacking"]
 
 
@@ -139,54 +138,6 @@ def vla_hacking(hist: pd.DataFrame, arm: str = "wm", reference: str = "grpo") ->
     return out
 
 
-def _versus_break_even(b) -> str:
-    if np.isnan(b.x):
-        return "is undefined (a level lacks the reference's seeds)"
-    if b.x == -np.inf:
-        return f"lies at or below the lowest fidelity measured ({b.x_min:.2f}; 95% interval {b.text()})"
-    if b.x == np.inf:
-        return f"lies above the highest fidelity measured ({b.x_max:.2f}; 95% interval {b.text()})"
-    return f"is a within-group Spearman of {b.text()} (95% interval)"
-
-
-def fidelity_dial_findings(level_x: pd.DataFrame, break_evens: dict, marks: pd.DataFrame,
-                           oracle_runs: pd.DataFrame) -> list[str]:
-    """Notebook 08's findings: what the dial reached, the break-evens, where the real world models sit,
-    and what knowing the truth cost.
-
-    ``level_x``: per noise level (index), the measured fidelity ``x``; ``break_evens``: ``{(arm,
-    reference): BreakEven}`` (:func:`wmrl.experiments.fidelity_dial.break_even`); ``marks``: per real
-    world model (index), ``spearman``, ``footing`` and ``labels`` (its runs; empty for a fixed-set
-    mark); ``oracle_runs``: the rows of the oracle-derived runs (``load_runs``' columns).
-    """
-    out = [(f"The oracle-derived world model's noise levels sigma = {', '.join(f'{s:g}' for s in level_x.index)} "
-            f"reached a within-group Spearman on the anchor pairs of {', '.join(f'{x:.2f}' for x in level_x.x)} (mean "
-            "over the seeds and the arms with anchors trained at every level).")]
-    for (arm, ref), b in break_evens.items():
-        if ref == "grpo" or (arm == "wmrl" and ref == "anchor_only"):
-            out.append(f"The break-even of {arm} against {ref} (the fidelity from which {arm}'s mean held-out Avg stays "
-                       f"at or above {ref}'s) {_versus_break_even(b)}, over {b.seeds} seeds.")
-    b = break_evens.get(("wmrl", "grpo"))
-    for name, r in marks.iterrows():
-        if not np.isfinite(r.spearman):
-            out.append(f"The {name} world model's Spearman is undefined ({r.footing}).")
-            continue
-        text = f"The {name} world model ranks with a Spearman of {r.spearman:.2f} ({r.footing})"
-        if len(r.labels) and b is not None and not np.isnan(b.x):
-            if b.x == np.inf:
-                text += ", short of any fidelity at which WMRL matched GRPO on the dial"
-            elif r.spearman >= b.x:
-                text += f", at or above WMRL's break-even against GRPO ({b.fmt(b.x)})"
-            else:
-                text += f", below WMRL's break-even against GRPO ({b.fmt(b.x)})"
-        out.append(text + ".")
-    if len(oracle_runs) and "oracle_charged_s" in oracle_runs:
-        out.append(f"Knowing the truth took the {len(oracle_runs)} oracle-derived runs "
-                   f"{int(oracle_runs.oracle_count.sum())} executions ({oracle_runs.oracle_charged_s.sum() / 60:.1f} "
-                   f"CPU-minutes, {oracle_runs.oracle_actual_s.sum() / 60:.1f} wall-minutes; their other lookups were "
-                   "served by the shared memo), recorded apart and in no arm's cost; their world models were charged "
-                   f"{oracle_runs.world_model_charged_s.sum() / 60:.2f} CPU-minutes, a world-model call per prediction.")
-    return out
 
 
 def _ratio_words(lo: float, hi: float, less: str, more: str, same: str = "not measurably different") -> str:
