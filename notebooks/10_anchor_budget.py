@@ -66,7 +66,7 @@ BUDGET_ACTIVE_SHARES = None  # shares at which wmrl also runs with active anchor
 
 # %%
 from wmrl.config import ConfigError
-from wmrl.experiments import anchor_budget as budget
+import _anchor_budget as budget  # this notebook's analysis and panels, beside it
 from wmrl.experiments import notebook as nb
 
 cfg = nb.check_params(globals(), notebook="10_anchor_budget", keys=["BUDGET_SHARES", "BUDGET_ARMS", "BUDGET_ACTIVE_SHARES"],
@@ -82,7 +82,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-import _anchor_budget as panels  # this notebook's figure, beside it
 from wmrl.anchor import AnchorScheduler
 from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
@@ -152,8 +151,8 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 # %%
 reach, best = R.reach, R.best
 fig, axes = plt.subplots(1, 2, figsize=(14, 5.2))
-panels.pareto_panel(axes[0], runs, PLAN, untrained_level=untrained.avg.mean() * 100)
-panels.reach_panel(axes[1], reach, runs, PLAN)
+budget.pareto_panel(axes[0], runs, PLAN, untrained_level=untrained.avg.mean() * 100)
+budget.reach_panel(axes[1], reach, runs, PLAN)
 fig.tight_layout()
 nb.save_figure(fig, "10_anchor_budget", cfg, "Held-out Avg against charged compute for wmrl and anchor_only at each "
                "realised anchor share, wmrl with active anchors, and grpo (95% CI over seeds on both axes, dots: seeds); "
@@ -213,7 +212,7 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 80):
 # %% [markdown]
 # ## What we see
 #
-# Computed from the tables above (`claims.what_we_see`, `anchor_budget.budget_findings`).
+# Computed from the tables above (`claims.what_we_see`, `_anchor_budget.budget_findings`).
 
 # %% tags=["nbval-check-output"]
 nb.save_claims(R.claims, cfg, "the anchor budget: how many anchors, and which", R.sentences)  # what RESULTS.md reads

@@ -1,12 +1,12 @@
-"""The anchor budget's analysis (wmrl/experiments/anchor_budget.py): which runs a sweep needs, and
+"""The anchor budget's analysis (notebooks/_anchor_budget.py): which runs a sweep needs, and
 which share reaches GRPO's score for the least compute."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from notebooks import _anchor_budget as budget
 from wmrl.config import ConfigError
-from wmrl.experiments import anchor_budget as budget
 
 
 def test_shares_that_round_to_the_same_group_count_are_one_run_and_the_default_count_reuses_the_default_runs():

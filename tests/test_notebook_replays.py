@@ -71,6 +71,7 @@ def test_a_wrong_parameter_fails_in_the_first_cells_with_a_message_saying_what_t
     from wmrl.experiments.notebook import ParameterError
 
     monkeypatch.chdir(NOTEBOOKS)
+    monkeypatch.syspath_prepend(str(NOTEBOOKS))  # as in the kernel: a notebook imports the helpers beside it
     code = [c for c in nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4).cells if c.cell_type == "code"]
     first = next(i for i, c in enumerate(code) if _is_parameters(c))
     params = {"RESULTS_DIR": str(tmp_path / "results"), "FIGURES_DIR": str(tmp_path / "figures"), **bad}

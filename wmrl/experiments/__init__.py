@@ -10,11 +10,11 @@
   :mod:`~wmrl.experiments.noise` (evaluation vs training noise), :mod:`~wmrl.experiments.costs`
   (compute accounting), :mod:`~wmrl.experiments.plots` (the figures' visual language),
   :mod:`~wmrl.experiments.findings` (notebook sentences), :mod:`~wmrl.experiments.paper` (the
-  paper's numbers), :mod:`~wmrl.experiments.results_page` (``RESULTS.md``);
-- one notebook's own analysis: :mod:`~wmrl.experiments.anchor_budget` (notebook 10: the anchor
-  share sweep, the compute at GRPO's score, active against random anchors).
+  paper's numbers), :mod:`~wmrl.experiments.results_page` (``RESULTS.md``, from the notebooks'
+  declared claims).
 
-Notebooks import the modules explicitly, so nothing is re-exported here.
+What only one notebook uses lives beside it, in ``notebooks/_<name>.py``. Notebooks import the
+modules explicitly, so nothing is re-exported here.
 """
 
 __all__: list[str] = []
