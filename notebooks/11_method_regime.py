@@ -26,7 +26,7 @@
 #    fitting that early cost? Read twice: (a) replayed on the logged anchor pairs of every run with
 #    both streams, the squared error of the calibrated score $\hat f(\hat r)$ against the real reward
 #    under other first fits, prequentially (each step calibrated by the map fitted on the earlier
-#    steps only, as the trainer does; `wmrl.experiments.regime.prequential_calibration`); the
+#    steps only, as the trainer does; `_regime.prequential_calibration`); the
 #    paper's 200 pairs never come in 64, which is the identity, `mix`'s rewards; (b) `od` trained with
 #    its first fit after other numbers of pairs (`method.od_min_pairs`), paired by seed with the
 #    default `od`.
@@ -69,7 +69,7 @@ REGIME_IVD_WARMUP = None  # anchor groups before IVD's eta^2_cal (method.ivd_war
 # %%
 from wmrl.config import ConfigError
 from wmrl.experiments import notebook as nb
-from wmrl.experiments import regime
+import _regime as regime  # notebooks 11 and 12's analysis, beside them
 
 cfg = nb.check_params(globals(), notebook="11_method_regime", keys=["REGIME_FIRST_FITS", "REGIME_IVD_WARMUP"],
                       results_subdir=f"train/{PRESET}")
@@ -89,7 +89,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from wmrl.arms import get_arm
-from wmrl.experiments import claims, findings, plots, stats
+from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table
 
 plots.use_style()
@@ -273,7 +273,7 @@ plt.show()
 # and IVD's warm-up against the default (OD against the mix as trained is notebook 02's C22-OD).
 
 # %% tags=["nbval-check-output"]
-verdicts = claims.evaluate_claims(runs, claims.method_regime(VARIANTS, DEFAULT_FIT, DEFAULT_WARMUP))
+verdicts = claims.evaluate_claims(runs, regime.method_regime(VARIANTS, DEFAULT_FIT, DEFAULT_WARMUP))
 with pd.option_context("display.width", 250, "display.max_colwidth", 70):
     print(claims.claims_display(verdicts).to_string())
 
@@ -281,10 +281,10 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 70):
 # ## What we see
 #
 # Computed from the claims table and the two measurements above (`claims.what_we_see`,
-# `findings.regime_findings`).
+# `regime.regime_findings`).
 
 # %% tags=["nbval-check-output"]
-SENTENCES = claims.what_we_see(verdicts) + findings.regime_findings(preq, spread_runs, FROM_STEP)
+SENTENCES = claims.what_we_see(verdicts) + regime.regime_findings(preq, spread_runs, FROM_STEP)
 nb.save_claims(verdicts, cfg, "the method in its regime: OD's first fit, the step size, IVD's warm-up",
                SENTENCES)  # what RESULTS.md reads
 print("\n".join(SENTENCES))

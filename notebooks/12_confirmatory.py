@@ -50,7 +50,7 @@ FIGURES_DIR = "../figures"
 
 # %%
 from wmrl.experiments import notebook as nb
-from wmrl.experiments import regime
+import _regime as regime  # notebooks 11 and 12's analysis, beside them
 from wmrl.presets import notebook_params
 
 cfg = nb.check_params(globals(), notebook="12_confirmatory", results_subdir=f"train/{PRESET}",
@@ -67,11 +67,11 @@ import pandas as pd
 from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 
-from wmrl.experiments import claims, findings, plots, stats
+from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_runs
 
 plots.use_style()
-ARMS = list(claims.CONFIRM_ARMS)
+ARMS = list(regime.CONFIRM_ARMS)
 LABELS = {arm: STD.label(arm) for arm in ARMS}
 runs = pd.concat([load_arm_runs(cfg, ARMS), load_arm_runs(cfg, ARMS, tag=STD.tag, overrides=STD.overrides)],
                  ignore_index=True)
@@ -151,17 +151,17 @@ plt.show()
 # Holm's correction over the two.
 
 # %% tags=["nbval-check-output"]
-verdicts = claims.evaluate_claims(runs, claims.std_confirmation(STD, cfg.seeds))
+verdicts = claims.evaluate_claims(runs, regime.std_confirmation(STD, cfg.seeds))
 with pd.option_context("display.width", 250, "display.max_colwidth", 70):
     print(claims.claims_display(verdicts).to_string())
 
 # %% [markdown]
 # ## What we see
 #
-# Computed from the claims table and section 1 (`claims.what_we_see`, `findings.confirmation_findings`).
+# Computed from the claims table and section 1 (`claims.what_we_see`, `regime.confirmation_findings`).
 
 # %% tags=["nbval-check-output"]
-SENTENCES = claims.what_we_see(verdicts) + findings.confirmation_findings(explored, runs, STD, ARMS)
+SENTENCES = claims.what_we_see(verdicts) + regime.confirmation_findings(explored, runs, STD, ARMS)
 nb.save_claims(verdicts, cfg, "a confirmatory test, at new seeds, of what notebook 11 saw: std-normalised advantages",
                SENTENCES)  # what RESULTS.md reads
 print("\n".join(SENTENCES))

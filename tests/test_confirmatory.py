@@ -6,9 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from wmrl.experiments import claims, regime
+from notebooks import _regime as regime
 from wmrl.experiments import notebook as nb
-from wmrl.experiments.findings import confirmation_findings
 from wmrl.presets import notebook_params
 
 
@@ -30,7 +29,7 @@ def test_the_claims_test_the_std_normalised_run_above_the_run_as_trained_for_eac
     std = regime.std_variant("small")
     assert std.overrides == {"train.std_normalize": True}
     assert std == regime.variants("small", [8, 32], 4).std  # notebook 11's variant, the same runs' folder
-    table = {c.id: c for c in claims.std_confirmation(std, [3, 4, 5])}
+    table = {c.id: c for c in regime.std_confirmation(std, [3, 4, 5])}
     assert set(table) == {"CF-wmrl", "CF-mix"}
     assert (table["CF-wmrl"].a, table["CF-wmrl"].b, table["CF-wmrl"].expect) == ("wmrl~std", "wmrl", ">")
     assert "seeds 3, 4, 5" in table["CF-mix"].statement
@@ -50,7 +49,7 @@ def _runs(seeds, lift: dict) -> pd.DataFrame:
 def test_the_sentences_give_the_paired_lift_at_both_sets_of_seeds():
     std = regime.std_variant("small")
     explored, new = _runs([0, 1, 2], {"wmrl": 0.1, "mix": 0.2}), _runs([3, 4, 5], {"wmrl": 0.02, "mix": 0.0})
-    said = confirmation_findings(explored, new, std, ["wmrl", "mix"])
+    said = regime.confirmation_findings(explored, new, std, ["wmrl", "mix"])
     # wmrl: lifts 10, 11, 12 points at seeds 0-2 (mean 11, t_{0.975,2} * 1/sqrt(3) = 2.48) and 2.6, 2.8, 3.0 at 3-5
     assert said[0] == ("wmrl~std - wmrl: 11.0 [8.5, 13.5] points at seeds 0, 1, 2 (seen in notebook 11), "
                        "2.8 [2.3, 3.3] points at seeds 3, 4, 5 (tested here).")
@@ -61,6 +60,6 @@ def test_the_sentences_give_the_paired_lift_at_both_sets_of_seeds():
 def test_shared_seeds_are_called_not_confirmatory_and_an_arm_missing_on_one_side_is_left_out():
     std = regime.std_variant("small")
     explored, new = _runs([0, 1, 2], {"wmrl": 0.1}), _runs([0], {"wmrl": 0.1, "mix": 0.1})
-    said = confirmation_findings(explored, new, std, ["wmrl", "mix"])
+    said = regime.confirmation_findings(explored, new, std, ["wmrl", "mix"])
     assert said[0].startswith("The new seeds share seed(s) 0 with the seeds where the lift was seen")
     assert len(said) == 2 and said[1].startswith("wmrl~std - wmrl") and "(n=1)" in said[1]

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
+from notebooks import _regime as regime
 from wmrl.calibration import OnlineDebiaser
 from wmrl.config import ConfigError
-from wmrl.experiments import claims, regime
 
 
 def _stream(steps=6, n=4, seed=0, arm="od"):
@@ -88,7 +88,7 @@ def test_the_first_calibrated_step_follows_the_first_refit_in_every_run():
 
 def test_the_claims_compare_each_variant_in_the_papers_direction():
     v = regime.variants("small", [8, 32], 4)
-    table = {c.id: c for c in claims.method_regime(v, default_fit=16, default_warmup=8)}
+    table = {c.id: c for c in regime.method_regime(v, default_fit=16, default_warmup=8)}
     assert (table["F-8"].a, table["F-8"].b) == ("od", "od~first_fit-8")  # earlier: expected to cost
     assert (table["F-32"].a, table["F-32"].b) == ("od~first_fit-32", "od")  # later: expected to gain
     assert (table["S-OD"].a, table["S-OD"].b) == ("od~std", "mix~std")

@@ -90,10 +90,10 @@ def _labels(preset: str = "small") -> dict[str, list[str]]:
     """Every run folder the notebooks train at ``preset``, by the campaign that owns it: the default runs and
     notebook 11's tags (paper), notebook 08's (dial), notebooks 09-10's and an ablation's (beyond)."""
     from notebooks import _anchor_budget as anchor_budget
+    from notebooks import _regime as regime
     from notebooks._exploit_stress import stress_tag
     from notebooks._fidelity_dial import oracle_tag, profile_tag
     from wmrl.arms import ARMS
-    from wmrl.experiments import regime
     from wmrl.presets import notebook_params
 
     p = notebook_params(preset)

@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from wmrl.experiments import claims, regime, results_page
+from notebooks import _regime as regime
+from wmrl.experiments import claims, results_page
 from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
 from wmrl.presets import notebook_params, run_config
@@ -36,7 +37,7 @@ def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     assert (f"seeds {params['SEEDS']}; notebook 12's claims at its new seeds {params['CONFIRM_SEEDS']}; the primary "
             "family at its seeds 6-17)") in page
     # notebook 11's claims: one row each, from its tagged runs
-    regime_claims = claims.method_regime(regime.variants("small", params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"]),
+    regime_claims = regime.method_regime(regime.variants("small", params["REGIME_FIRST_FITS"], params["REGIME_IVD_WARMUP"]),
                                          run_config("od", "small").method.od_min_pairs,
                                          regime.default_ivd_warmup("small"))
     for c in regime_claims:

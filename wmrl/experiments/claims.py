@@ -39,8 +39,8 @@ from wmrl.experiments.stats import (
     verdict,
 )
 
-__all__ = ["ABLATION", "ANCHOR_ONLY", "CONFIRM_ARMS", "LLM", "MAIN", "VLA", "Claim", "MatchedCompute", "claims_display",
-           "claims_table", "evaluate_claims", "method_regime", "std_confirmation", "what_we_see"]
+__all__ = ["ABLATION", "ANCHOR_ONLY", "LLM", "MAIN", "VLA", "Claim", "MatchedCompute", "claims_display",
+           "claims_table", "evaluate_claims", "what_we_see"]
 
 
 @dataclass(frozen=True)
@@ -157,49 +157,6 @@ LLM = (
 )
 
 
-def method_regime(variants, default_fit: int, default_warmup: int) -> tuple[Claim, ...]:
-    """Notebook 11's claims, from its :class:`~wmrl.experiments.regime.Variants`: Table 3's corrections
-    against the mix as trained and at matched step size (std-normalised advantages), each first fit
-    of OD against the preset's ``default_fit``, and IVD's warm-up against ``default_warmup`` groups.
-
-    Directions are the paper's: a late first fit (it waits for 200 pairs), so an earlier one than
-    the default is expected to cost held-out score and a later one to gain; and IVD helps, so a
-    shorter warm-up (IVD weighting for more of the run) is expected to gain.
-    """
-    std = variants.std
-    rows = [Claim(f"S-{name}", f"{what} neither correction at matched step size (std-normalised advantages)",
-                  "not tested in the paper (as trained: C22)", std.label(arm),
-                  std.label("mix")) for name, arm, what in (("OD", "od", "OD alone beats"), ("IVD", "ivd", "IVD alone beats"),
-                                                            ("both", "wmrl", "both corrections beat"))]
-    for v in variants.first_fits:
-        later = v.value > default_fit
-        a, b = (v.label("od"), "od") if later else ("od", v.label("od"))
-        rows.append(Claim(f"F-{v.value}", f"OD's first fit after {v.value} pairs scores {'above' if later else 'below'} "
-                          f"one after {default_fit}", "the paper fits first after 200 pairs", a, b))
-    warm = variants.ivd_warmup
-    k = warm.overrides["method.ivd_warmup_groups"]
-    shorter = k < default_warmup
-    a, b = (warm.label("ivd"), "ivd") if shorter else ("ivd", warm.label("ivd"))
-    rows.append(Claim(f"W-{k}", f"IVD warmed up after {k} anchor groups scores {'above' if shorter else 'below'} IVD "
-                      f"after {default_warmup}", "not tested in the paper", a, b))
-    return tuple(rows)  # OD alone against the mix as trained is C22-OD, notebook 02's: not counted twice
-
-
-#: The arms whose std-normalised lift notebook 12 retests: the full method and the uncorrected mix.
-CONFIRM_ARMS = ("wmrl", "mix")
-
-
-def std_confirmation(std, seeds) -> tuple[Claim, ...]:
-    """Notebook 12's claims, fixed before its runs were trained: std-normalised advantages (``std``, the
-    :class:`~wmrl.experiments.ablation.Variant`) raise the held-out Avg of each arm of :data:`CONFIRM_ARMS`.
-
-    Notebook 11 saw every Table 3 row rise under std-normalisation without testing it (a finding made
-    by looking); these claims test it at ``seeds``, which no run had used when they were written.
-    """
-    seeds = ", ".join(str(s) for s in seeds)
-    return tuple(Claim(f"CF-{arm}", f"std-normalised advantages raise {arm}'s held-out Avg (seeds {seeds})",
-                       "not in the paper; seen, not tested, in notebook 11", std.label(arm), arm)
-                 for arm in CONFIRM_ARMS)
 
 
 def _table2(a: str, b: str) -> str:

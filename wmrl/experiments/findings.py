@@ -1,10 +1,10 @@
 """What each notebook shows, as sentences computed from its results (the notebooks' "what we see" cells).
 
-The experiment notebooks with claims (01-03, 06, 08, 11) use
-:func:`~wmrl.experiments.claims.what_we_see`; the theory, compute and fidelity notebooks have
-numbers rather than claims, and their sentences are written here, as is notebook 06's reading of
-its world model on the rollouts of the arm trained on it (:func:`vla_hacking`). The notebooks print them and
-``RESULTS.md`` quotes them, so the text in both places is the numbers' and cannot drift.
+The notebooks with claims use :func:`~wmrl.experiments.claims.what_we_see` (those past notebook 07 add
+sentences of their own, in the helper beside them); the theory, compute and fidelity notebooks have
+numbers rather than claims, and their sentences are written here, as is notebook 06's reading of its
+world model on the rollouts of the arm trained on it (:func:`vla_hacking`). The notebooks print them
+and ``FINDINGS.md`` quotes them, so the text in both places is the numbers' and cannot drift.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ import numpy as np
 import pandas as pd
 
 from wmrl.experiments import costs, paper
-from wmrl.experiments.regime import NEVER, relative_to_identity
-from wmrl.experiments.stats import fmt_ci, mean_ci, paired_values
 
-__all__ = ["compute_findings", "confirmation_findings", "fidelity_findings", "plateau",
-           "profile_findings", "regime_findings", "theory_findings", "vla_hacking"]
+__all__ = ["compute_findings", "fidelity_findings", "plateau", "profile_findings", "theory_findings", "vla_hacking"]
 
 
 def plateau(curves: pd.DataFrame, frac: float = 0.25) -> pd.DataFrame:
@@ -140,60 +137,6 @@ def vla_hacking(hist: pd.DataFrame, arm: str = "wm", reference: str = "grpo") ->
 
 
 
-def _ratio_words(lo: float, hi: float, less: str, more: str, same: str = "not measurably different") -> str:
-    """Which side of 1 a ratio's 95% interval ``[lo, hi]`` lies on, in words."""
-    return less if hi < 1 else more if lo > 1 else same
-
-
-def regime_findings(preq: pd.DataFrame, spread: pd.DataFrame, from_step: int) -> list[str]:
-    """Notebook 11's findings: the replayed cost of each first fit, and OD's factor on the step size.
-
-    ``preq``: :func:`wmrl.experiments.regime.prequential_calibration`'s rows; ``spread``:
-    :func:`wmrl.experiments.regime.spread_summary`'s, from step ``from_step`` on.
-    """
-    ratio = relative_to_identity(preq)
-    parts = []
-    for k, d in ratio[ratio.first_fit != NEVER].groupby("first_fit"):
-        m, lo, hi = mean_ci(d.mse)
-        late = fmt_ci(*mean_ci(d.mse_late), 2)
-        parts.append(f"after {k} pairs, {fmt_ci(m, lo, hi, 2)} times the raw scores' over the whole run "
-                     f"({_ratio_words(lo, hi, 'lower', 'higher')}; {late} in its second half)")
-    out = [f"Replayed on the anchor pairs of {int((preq.first_fit == NEVER).sum())} runs with both streams, the squared error of the "
-           "calibrated scores against the real rewards with Online Debiasing's first fit " + "; ".join(parts) + "."]
-    by = spread.groupby("arm")
-    if "od" in by.groups:
-        od = by.get_group("od")
-        m, lo, hi = mean_ci(od.cal_over_raw)
-        text = (f"From step {from_step} on, OD's map scales a world-model group's advantage SD by {fmt_ci(m, lo, hi, 2)} "
-                f"in od (a world-model step size {_ratio_words(lo, hi, 'below', 'above', 'not measurably different from')} "
-                "mix's over the seeds)")
-        if "mix" in by.groups:
-            text += (f"; relative to the real rewards' SD on the same anchor groups, the world-model stream trains at "
-                     f"{fmt_ci(*mean_ci(od.trained_over_real), 2)} in od and "
-                     f"{fmt_ci(*mean_ci(by.get_group('mix').trained_over_real), 2)} in mix")
-        out.append(text + ".")
-    return out
-
-
-def confirmation_findings(explored: pd.DataFrame, confirmed: pd.DataFrame, std, arms) -> list[str]:
-    """Notebook 12's sentences beside its claims: for each of ``arms``, the std-normalised lift (``std``'s
-    run label minus the arm, paired by seed, in points) at the seeds where it was seen and at the new ones,
-    and, when the two sets of seeds share any, that the test is not confirmatory."""
-    def seeds_of(runs):
-        return sorted(int(s) for s in set(runs.seed))
-
-    shared = sorted(set(seeds_of(explored)) & set(seeds_of(confirmed)))
-    out = []
-    if shared:
-        out.append(f"The new seeds share seed(s) {', '.join(map(str, shared))} with the seeds where the lift was seen: "
-                   "this is not a confirmatory test.")
-    for arm in arms:
-        lift = [f"{fmt_ci(*mean_ci(paired_values(runs, std.label(arm), arm, 'avg', 100)))} points at seeds "
-                f"{', '.join(map(str, seeds_of(runs[runs.arm == arm])))}"
-                for runs in (explored, confirmed) if {arm, std.label(arm)} <= set(runs.arm)]
-        if len(lift) == 2:
-            out.append(f"{std.label(arm)} - {arm}: {lift[0]} (seen in notebook 11), {lift[1]} (tested here).")
-    return out
 
 
 def profile_findings(summary: pd.DataFrame) -> list[str]:

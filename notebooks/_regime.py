@@ -1,6 +1,9 @@
 r"""The method in its regime: what OD's early first fit costs, OD's effect on the step size, IVD's warm-up.
 
-Questions the paper's Table 3 leaves open (notebook 11):
+Questions the paper's Table 3 leaves open (notebook 11), and the confirmatory test of what it saw
+(notebook 12): this module is both notebooks' helper, their runs' variants, readouts, claims
+(:func:`method_regime`, :func:`std_confirmation`) and sentences (:func:`regime_findings`,
+:func:`confirmation_findings`).
 
 **The first fit.** The paper keeps the identity map until 200 anchor pairs, then refits every 64.
 A small run collects far fewer pairs (16 steps x one anchor group of 4 = 64), so the small preset
@@ -41,14 +44,16 @@ from wmrl.arms import get_arm
 from wmrl.calibration import OnlineDebiaser
 from wmrl.config import ConfigError
 from wmrl.experiments.ablation import Variant, plan
+from wmrl.experiments.claims import Claim
 from wmrl.experiments.collect import load_table, run_settings
-from wmrl.experiments.stats import fmt_ci, mean_ci
+from wmrl.experiments.stats import fmt_ci, mean_ci, paired_values
 from wmrl.presets import run_config
 from wmrl.step import ivd_warmup_groups
 
-__all__ = ["NEVER", "TABLE3", "Readout", "Variants", "advantage_spread", "calibration_table", "default_ivd_warmup",
-           "first_fit_step", "ivd_active_share", "prequential_calibration", "readout", "relative_to_identity",
-           "spread_summary", "std_variant", "variants"]
+__all__ = ["CONFIRM_ARMS", "NEVER", "TABLE3", "Readout", "Variants", "advantage_spread", "calibration_table",
+           "confirmation_findings", "default_ivd_warmup", "first_fit_step", "ivd_active_share", "method_regime",
+           "prequential_calibration", "readout", "regime_findings", "relative_to_identity", "spread_summary",
+           "std_confirmation", "std_variant", "variants"]
 
 #: The first fit that never comes within a run (``mix``, or a schedule past the run's pairs).
 NEVER = "never"
@@ -252,3 +257,103 @@ def readout(base: pd.DataFrame, first_fits) -> Readout:
     spread = advantage_spread(pairs, group)
     return Readout(fit, refit, group, pairs, preq, from_step, spread, spread_summary(spread, from_step))
 
+
+def method_regime(variants, default_fit: int, default_warmup: int) -> tuple[Claim, ...]:
+    """Notebook 11's claims, from its :class:`Variants`: Table 3's corrections
+    against the mix as trained and at matched step size (std-normalised advantages), each first fit
+    of OD against the preset's ``default_fit``, and IVD's warm-up against ``default_warmup`` groups.
+
+    Directions are the paper's: a late first fit (it waits for 200 pairs), so an earlier one than
+    the default is expected to cost held-out score and a later one to gain; and IVD helps, so a
+    shorter warm-up (IVD weighting for more of the run) is expected to gain.
+    """
+    std = variants.std
+    rows = [Claim(f"S-{name}", f"{what} neither correction at matched step size (std-normalised advantages)",
+                  "not tested in the paper (as trained: C22)", std.label(arm),
+                  std.label("mix")) for name, arm, what in (("OD", "od", "OD alone beats"), ("IVD", "ivd", "IVD alone beats"),
+                                                            ("both", "wmrl", "both corrections beat"))]
+    for v in variants.first_fits:
+        later = v.value > default_fit
+        a, b = (v.label("od"), "od") if later else ("od", v.label("od"))
+        rows.append(Claim(f"F-{v.value}", f"OD's first fit after {v.value} pairs scores {'above' if later else 'below'} "
+                          f"one after {default_fit}", "the paper fits first after 200 pairs", a, b))
+    warm = variants.ivd_warmup
+    k = warm.overrides["method.ivd_warmup_groups"]
+    shorter = k < default_warmup
+    a, b = (warm.label("ivd"), "ivd") if shorter else ("ivd", warm.label("ivd"))
+    rows.append(Claim(f"W-{k}", f"IVD warmed up after {k} anchor groups scores {'above' if shorter else 'below'} IVD "
+                      f"after {default_warmup}", "not tested in the paper", a, b))
+    return tuple(rows)  # OD alone against the mix as trained is C22-OD, notebook 02's: not counted twice
+
+
+#: The arms whose std-normalised lift notebook 12 retests: the full method and the uncorrected mix.
+CONFIRM_ARMS = ("wmrl", "mix")
+
+
+def std_confirmation(std, seeds) -> tuple[Claim, ...]:
+    """Notebook 12's claims, fixed before its runs were trained: std-normalised advantages (``std``, the
+    :class:`~wmrl.experiments.ablation.Variant`) raise the held-out Avg of each arm of :data:`CONFIRM_ARMS`.
+
+    Notebook 11 saw every Table 3 row rise under std-normalisation without testing it (a finding made
+    by looking); these claims test it at ``seeds``, which no run had used when they were written.
+    """
+    seeds = ", ".join(str(s) for s in seeds)
+    return tuple(Claim(f"CF-{arm}", f"std-normalised advantages raise {arm}'s held-out Avg (seeds {seeds})",
+                       "not in the paper; seen, not tested, in notebook 11", std.label(arm), arm)
+                 for arm in CONFIRM_ARMS)
+
+
+def _ratio_words(lo: float, hi: float, less: str, more: str, same: str = "not measurably different") -> str:
+    """Which side of 1 a ratio's 95% interval ``[lo, hi]`` lies on, in words."""
+    return less if hi < 1 else more if lo > 1 else same
+
+
+def regime_findings(preq: pd.DataFrame, spread: pd.DataFrame, from_step: int) -> list[str]:
+    """Notebook 11's findings: the replayed cost of each first fit, and OD's factor on the step size.
+
+    ``preq``: :func:`prequential_calibration`'s rows; ``spread``:
+    :func:`spread_summary`'s, from step ``from_step`` on.
+    """
+    ratio = relative_to_identity(preq)
+    parts = []
+    for k, d in ratio[ratio.first_fit != NEVER].groupby("first_fit"):
+        m, lo, hi = mean_ci(d.mse)
+        late = fmt_ci(*mean_ci(d.mse_late), 2)
+        parts.append(f"after {k} pairs, {fmt_ci(m, lo, hi, 2)} times the raw scores' over the whole run "
+                     f"({_ratio_words(lo, hi, 'lower', 'higher')}; {late} in its second half)")
+    out = [f"Replayed on the anchor pairs of {int((preq.first_fit == NEVER).sum())} runs with both streams, the squared error of the "
+           "calibrated scores against the real rewards with Online Debiasing's first fit " + "; ".join(parts) + "."]
+    by = spread.groupby("arm")
+    if "od" in by.groups:
+        od = by.get_group("od")
+        m, lo, hi = mean_ci(od.cal_over_raw)
+        text = (f"From step {from_step} on, OD's map scales a world-model group's advantage SD by {fmt_ci(m, lo, hi, 2)} "
+                f"in od (a world-model step size {_ratio_words(lo, hi, 'below', 'above', 'not measurably different from')} "
+                "mix's over the seeds)")
+        if "mix" in by.groups:
+            text += (f"; relative to the real rewards' SD on the same anchor groups, the world-model stream trains at "
+                     f"{fmt_ci(*mean_ci(od.trained_over_real), 2)} in od and "
+                     f"{fmt_ci(*mean_ci(by.get_group('mix').trained_over_real), 2)} in mix")
+        out.append(text + ".")
+    return out
+
+
+def confirmation_findings(explored: pd.DataFrame, confirmed: pd.DataFrame, std, arms) -> list[str]:
+    """Notebook 12's sentences beside its claims: for each of ``arms``, the std-normalised lift (``std``'s
+    run label minus the arm, paired by seed, in points) at the seeds where it was seen and at the new ones,
+    and, when the two sets of seeds share any, that the test is not confirmatory."""
+    def seeds_of(runs):
+        return sorted(int(s) for s in set(runs.seed))
+
+    shared = sorted(set(seeds_of(explored)) & set(seeds_of(confirmed)))
+    out = []
+    if shared:
+        out.append(f"The new seeds share seed(s) {', '.join(map(str, shared))} with the seeds where the lift was seen: "
+                   "this is not a confirmatory test.")
+    for arm in arms:
+        lift = [f"{fmt_ci(*mean_ci(paired_values(runs, std.label(arm), arm, 'avg', 100)))} points at seeds "
+                f"{', '.join(map(str, seeds_of(runs[runs.arm == arm])))}"
+                for runs in (explored, confirmed) if {arm, std.label(arm)} <= set(runs.arm)]
+        if len(lift) == 2:
+            out.append(f"{std.label(arm)} - {arm}: {lift[0]} (seen in notebook 11), {lift[1]} (tested here).")
+    return out
