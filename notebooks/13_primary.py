@@ -23,9 +23,9 @@
 # project is secondary or exploratory beside it.
 #
 # **Fixed before its runs.** The estimand, the claims, the seeds, the looks and the stopping rule
-# below (and `wmrl/experiments/primary.py`, which computes them) were committed before any run at
-# these seeds existed: the runs' git commit (the table at the end) holds this notebook
-# (`git log -- notebooks/13_primary.py`).
+# below (and `_primary.py` beside it, which computes them, committed as `wmrl/experiments/primary.py`)
+# were committed before any run at these seeds existed: the runs' git commit (the table at the end)
+# holds this notebook (`git log -- notebooks/13_primary.py`).
 #
 # - **Seeds**: the preset's `PRIMARY_SEEDS` (6 to 17 at `small`), which no other notebook trains.
 # - **Arms**: `untrained`, `grpo`, `wm`, `wmrl` at the preset's settings.
@@ -56,7 +56,7 @@ FIGURES_DIR = "../figures"
 
 # %%
 from wmrl.experiments import notebook as nb
-from wmrl.experiments import primary
+import _primary as primary  # the family's design, beside it
 from wmrl.presets import run_config
 
 cfg = nb.check_params(globals(), notebook="13_primary", keys=("PRIMARY_LOOKS",), results_subdir=f"train/{PRESET}",

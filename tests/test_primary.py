@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from wmrl.experiments import primary
+from notebooks import _primary as primary
 from wmrl.experiments.claims import Claim, MatchedCompute
 
 

@@ -22,7 +22,7 @@ def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     page = results_page.results_page(RESULTS, "small")
     found = results_page.findings_page(RESULTS, "small")
     vla = results_page._vla_results(RESULTS, "small", [0, 1, 2])
-    from wmrl.experiments import primary
+    from notebooks import _primary as primary
 
     # the declared family's rows; Table 1 at the campaign's seeds is named, not counted twice (FINDINGS.md has it)
     for c in primary.PRIMARY + claims.ABLATION + claims.ANCHOR_ONLY + (claims.VLA if isinstance(vla, list) and vla else ()):

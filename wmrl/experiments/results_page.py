@@ -38,7 +38,7 @@ SECTIONS = (
 
 
 #: The primary family of claims: the notebook whose claims answer "does WMRL work at this scale?", declared
-#: before its runs (:mod:`wmrl.experiments.primary`); until its claims exist, Table 1's (:data:`TABLE1`) stand in.
+#: before its runs (``notebooks/_primary.py``); until its claims exist, Table 1's (:data:`TABLE1`) stand in.
 PRIMARY = "13_primary"
 TABLE1 = "01_main_table"
 #: The README's block that :func:`write_readme_summary` owns (the front door's summary of the results).

@@ -1,6 +1,6 @@
 r"""The primary family: the paper's headline claims, fixed before their runs and tested in looks.
 
-Notebook 13 answers "does WMRL work at this scale?" with five claims on four arms (``untrained``,
+Notebook 13 (this is its helper) answers "does WMRL work at this scale?" with five claims on four arms (``untrained``,
 ``grpo``, ``wm``, ``wmrl``) at seeds no other notebook trains (the preset's ``PRIMARY_SEEDS``).
 Everything here was written, and committed, before any run at those seeds existed; every other
 claim of the project is secondary or exploratory beside it.
