@@ -21,11 +21,12 @@ executions an analysis instrument needs to know the truth (the oracle-derived wo
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from contextlib import contextmanager
 
 import pandas as pd
+
+from wmrl import record as clock
 
 __all__ = ["APART", "COMPONENTS", "ComputeLedger"]
 
@@ -55,11 +56,11 @@ class ComputeLedger:
     @contextmanager
     def time(self, component: str, count: int = 1):
         """Time a block: actual seconds are its wall time, charged seconds this process's CPU time in it."""
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = clock.wall(), clock.cpu()
         try:
             yield
         finally:
-            self.charge(component, time.perf_counter() - t0, time.process_time() - c0, count)
+            self.charge(component, clock.wall() - t0, clock.cpu() - c0, count)
 
     def charge(self, component: str, actual_s: float, charged_s: float | None = None, count: int = 1) -> None:
         """Add seconds to a component of the current step (charged defaults to actual); a component of

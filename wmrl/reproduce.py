@@ -32,18 +32,30 @@ the others still run, and the exit status is non-zero.
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
     python -m wmrl.reproduce --timings            # results/timings.json and the README's quick-start table
+    python -m wmrl.reproduce --campaign paper --replay-executions  # retrain from the record, compare to the bit
 
 The quick-start table's times are read from ``results/timings.json`` (:func:`timings`): each
 campaign's training runs under ``results/`` and the wall time their ``summary.json`` recorded, with
 the machines and commits they ran at, so the README cannot disagree with the runs it describes. A
 campaign at the committed preset also records each notebook's measured train and replay seconds
 there (``measured``, :func:`record_durations`).
+
+Every training run also writes its **execution record** (:mod:`wmrl.record`): each script's
+outcome and measured cost, the memo's answers and the clock's readings, per notebook and per run,
+in ``<results>/executions/<campaign>.jsonl.gz``. ``--replay-executions`` retrains the notebooks
+from that record into ``results/runs/replay-executions[-<variant>]/`` (nothing executes, no clock
+is read) and compares every result file and figure with the ones the recorded campaign wrote
+(:func:`compare_outputs`); it exits non-zero if any differs. The LLM and VLA notebooks are not
+replayed: their numbers also depend on a network's floating-point arithmetic and, for the VLA
+transfer, on timings that the record does not hold.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -52,12 +64,14 @@ from pathlib import Path
 
 import nbformat
 
+from wmrl import record
 from wmrl.campaigns import CAMPAIGNS, campaign_of, selection
 from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.provenance import REPO, atomic_path, provenance
 
-__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "campaign_of", "discover", "main", "quickstart_table",
+__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "campaign_of", "compare_outputs", "discover", "executions",
+           "main", "quickstart_table",
            "record_durations", "replay_notebook", "timings", "train_notebook", "write_timings"]
 
 NOTEBOOKS = REPO / "notebooks"
@@ -66,6 +80,9 @@ RUNS = RESULTS / "runs"
 RESULTS_PAGE = REPO / "RESULTS.md"
 TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
+FIGURES = REPO / "figures"
+# Notebooks a replay of the execution record does not cover (the module's docstring says why).
+NOT_REPLAYABLE = {6: "the VLA transfer's timings are measured, not recorded", 7: "the LLM agent is not replayed"}
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
@@ -152,6 +169,57 @@ def replay_notebook(name: str, kernel: str, timeout: int) -> None:
     with atomic_path(path) as tmp:
         nbformat.write(nb, tmp)
     _sync(name)
+
+
+@contextlib.contextmanager
+def executions(spec: str, notebook: str, export: Path | None = None):
+    """Run the block (a notebook's training) under the execution record ``spec`` (``record:<file>`` or
+    ``replay:<folder>``), with the notebook as the context of what it observes outside its runs; a
+    record being made is exported to ``export`` afterwards, also when the notebook failed."""
+    saved = {k: os.environ.get(k) for k in (record.ENV, record.CONTEXT_ENV)}
+    os.environ[record.ENV], os.environ[record.CONTEXT_ENV] = spec, notebook
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if export is not None and export.with_suffix("").with_suffix(".sqlite").exists():
+            record.export(export)
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a.suffix == ".json":
+        def strip(x):  # provenance (who, where, when) differs by design; what it was made from must not
+            if isinstance(x, dict) and {"git_commit", "date", "machine"} <= x.keys():
+                return {k: strip(v) for k, v in x.items() if k in ("config", "seed")}
+            if isinstance(x, dict):
+                return {k: strip(v) for k, v in x.items() if k != "provenance"}
+            return [strip(v) for v in x] if isinstance(x, list) else x
+        return strip(json.loads(a.read_text())) == strip(json.loads(b.read_text()))
+    if a.suffix == ".parquet":
+        import pandas as pd
+        fa, fb = pd.read_parquet(a), pd.read_parquet(b)
+        return fa.shape == fb.shape and fa.equals(fb) and list(fa.columns) == list(fb.columns)
+    return a.read_bytes() == b.read_bytes()
+
+
+def compare_outputs(recorded: Path, replayed: Path) -> dict[str, list[str]]:
+    """Every file a replay wrote under ``replayed`` against the one at the same path under ``recorded``:
+    ``{"same": [...], "differ": [...], "missing": [...]}`` (paths relative to ``replayed``). JSON files are
+    compared without their provenance (its commit, date and machine differ by design; its config and
+    seed are kept), parquet frames
+    exactly, anything else byte for byte; the record itself, checkpoints and memo files are skipped."""
+    out = {"same": [], "differ": [], "missing": []}
+    for path in sorted(p for p in replayed.rglob("*") if p.is_file()):
+        rel = path.relative_to(replayed)
+        if rel.parts[0] == "executions" or path.suffix in (".pt", ".sqlite", ".ipynb"):
+            continue
+        other = recorded / rel
+        out["missing" if not other.exists() else "same" if _same(other, path) else "differ"].append(str(rel))
+    return out
 
 
 def _summaries(paths) -> list[dict]:
@@ -261,6 +329,9 @@ def main(argv=None) -> int:
     parser.add_argument("--timings", action="store_true", help="only rewrite results/timings.json and the README's "
                         "quick-start table from the runs' recorded wall times")
     parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
+    parser.add_argument("--replay-executions", action="store_true", help="retrain from the execution record "
+                        "(<results>/executions/) into results/runs/replay-executions*/, executing nothing, and "
+                        "compare every result and figure with the recorded campaign's")
     parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
                         help="train only these seeds (default: the preset's); a variant: trains only")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3, this interpreter)")
@@ -275,6 +346,9 @@ def main(argv=None) -> int:
     if args.fresh and (not args.campaign or args.replay_only):
         parser.error("--fresh removes a campaign's runs before training them: it needs --campaign and training "
                      "(not --replay-only)")
+    if args.replay_executions and (args.fresh or args.replay_only):
+        parser.error("--replay-executions retrains from the record into its own folder: not with --fresh or "
+                     "--replay-only")
     ensure_kernel(args.kernel)
 
     # The committed notebooks, figures and RESULTS.md show REPLAY_PRESET's runs in results/ at its seeds.
@@ -282,27 +356,54 @@ def main(argv=None) -> int:
     # folder results/runs/<variant>/ (results, figures, executed notebooks) and rewrites nothing committed.
     params = {"SEEDS": args.seeds} if args.seeds else {}
     replays = args.replay_only or (args.preset == REPLAY_PRESET and not params)
-    records = RUNS
+    records, results_dir, figures_dir, variant = RUNS, RESULTS, FIGURES, None
     if not replays:
         variant = "-".join([args.preset] + ([f"seeds{'_'.join(map(str, args.seeds))}"] if args.seeds else []))
         results_dir, figures_dir = variant_folders(variant)
         records = results_dir.parent
+        params.update(RESULTS_DIR=str(results_dir), FIGURES_DIR=str(figures_dir))
+    recorded = None  # with --replay-executions: the recorded campaign's results and figures folders
+    if args.replay_executions:
+        recorded = (results_dir, figures_dir)
+        source = results_dir / "executions"
+        if not any(source.glob("*.jsonl.gz")):
+            print(f"no execution record in {source}: a campaign trained by this version of wmrl.reproduce writes "
+                  "one (the committed runs that predate it have none)", file=sys.stderr)
+            return 2
+        results_dir, figures_dir = variant_folders("-".join(["replay-executions"] + ([variant] if variant else [])))
+        if results_dir.parent.exists():
+            shutil.rmtree(results_dir.parent)  # a replay retrains every run from its record
+        records, replays = results_dir.parent, False
         params.update(RESULTS_DIR=str(results_dir), FIGURES_DIR=str(figures_dir))
     if args.fresh:
         root = RESULTS if replays else records / "results"
         for path in selection(args.campaign, root, args.preset, args.seeds):
             print(f"--fresh: removing {path}", flush=True)
             shutil.rmtree(path)
+        for path in (root / "executions").glob(f"{args.campaign}.*"):  # its record is made anew
+            print(f"--fresh: removing {path}", flush=True)
+            path.unlink()
     names, missing = discover(args.only, args.campaign)
     runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
+    if recorded is not None:
+        runs += [NotebookRun(n, status="skipped", detail=f"not replayed: {NOT_REPLAYABLE[int(n[:2])]}")
+                 for n in names if int(n[:2]) in NOT_REPLAYABLE]
+        names = [n for n in names if int(n[:2]) not in NOT_REPLAYABLE]
     for name in names:
         run = NotebookRun(name)
         print(f"\n=== {name} (preset {args.preset}) ===", flush=True)
         try:
             _sync(name)
             if not args.replay_only:
+                if recorded is not None:
+                    spec, export = f"replay:{recorded[0] / 'executions'}", None
+                else:
+                    export = results_dir / "executions" / f"{campaign_of(name)}.jsonl.gz"
+                    export.parent.mkdir(parents=True, exist_ok=True)
+                    spec = f"record:{export}"
                 t0 = time.perf_counter()
-                train_notebook(name, args.preset, args.kernel, params, records)
+                with executions(spec, name, export):
+                    train_notebook(name, args.preset, args.kernel, params, records)
                 run.train_s = time.perf_counter() - t0
             if replays:
                 t0 = time.perf_counter()
@@ -321,9 +422,20 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
             page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
         runs.append(page)
-    else:
+    elif recorded is None:
         print(f"\nthe variant's results, figures and executed notebooks are in {records}/ (the committed ones show "
               f"preset {REPLAY_PRESET}'s runs at its seeds and are left as they are)")
+    if recorded is not None:
+        page = NotebookRun("replay-executions")
+        found = {k: a + b for (k, a), b in zip(compare_outputs(recorded[0], results_dir).items(),
+                                               compare_outputs(recorded[1], figures_dir).values())}
+        print(f"\nreplayed from the execution record into {records}/: {len(found['same'])} files identical to the "
+              f"recorded campaign's, {len(found['differ'])} different, {len(found['missing'])} not in it")
+        for rel in found["differ"]:
+            print(f"  differs: {rel}")
+        if found["differ"] or not found["same"]:
+            page.status, page.detail = "failed", f"{len(found['differ'])} files differ"
+        runs.append(page)
 
     print("\nnotebook                 status    train_s  replay_s  detail")
     for r in sorted(runs, key=lambda r: r.name):

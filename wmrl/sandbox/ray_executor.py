@@ -16,7 +16,7 @@ __all__ = ["run_many_ray"]
 
 
 def _run_one(sandbox, task, code):
-    return sandbox.run(task, code)
+    return sandbox._execute(task, code)  # the caller records or replays, in the jobs' order
 
 
 @functools.lru_cache(maxsize=8)

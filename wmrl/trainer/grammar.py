@@ -17,12 +17,12 @@ fixed seed a resumed run ends where an uninterrupted one ends.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from wmrl import record as clock
 from wmrl.agent import grammar
 from wmrl.agent.habits import prior_probabilities
 from wmrl.agent.policy import AgentPolicy
@@ -68,7 +68,19 @@ def evaluate(policy, tasks, samples: int, max_turns: int, scorer: Scorer, seed: 
 
 def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path | None = None,
           progress: bool = True) -> dict:
-    """Train (resuming if a checkpoint exists), evaluate and write the run folder ``out``; returns the summary."""
+    """Train (resuming if a checkpoint exists), evaluate and write the run folder ``out``; returns the summary.
+
+    Under an execution record (:mod:`wmrl.record`) the run is its own context, named after
+    its folder (``run:train/<preset>/<label>/seed<S>``); a resumed run continues it from the position
+    its checkpoint saved."""
+    out = Path(out)
+    ckpt = out / "checkpoint.pt"
+    saved = torch.load(ckpt, weights_only=False) if ckpt.exists() else None
+    with clock.context("run:" + "/".join(out.parts[-4:]), None if saved is None else saved.get("position", 0)):
+        return _train(cfg, out, pool, preset, saved, memo_path, progress)
+
+
+def _train(cfg: RunConfig, out: Path, pool, preset: str, saved: dict | None, memo_path, progress: bool) -> dict:
     t, ev = cfg.train, cfg.eval
     train_tasks = per_category(pool.train, t.train_tasks)
     eval_tasks = per_category(pool.heldout, ev.tasks)
@@ -86,8 +98,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
     rng = np.random.default_rng(cfg.seed)
     state = {"step": 0, "steps": [], "evals": [], "pairs": [], "wall_s": 0.0}
     ckpt = out / "checkpoint.pt"
-    if ckpt.exists():
-        saved = torch.load(ckpt, weights_only=False)
+    if saved is not None:
         if saved["config"] != cfg.to_dict():
             raise RuntimeError(f"{ckpt} was written with another config; delete it or pass the same settings")
         learner.load_state_dict(saved["learner"])
@@ -98,7 +109,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
     bar = tqdm(range(state["step"], t.steps), desc=f"{cfg.arm} s{cfg.seed}", disable=not progress,
                initial=state["step"], total=t.steps)
     for step in bar:
-        t_step = time.perf_counter()
+        t_step = clock.wall()
         routing = learner.wmrl.route()
         tasks = [train_tasks[i] for i in rng.choice(len(train_tasks), size=routing.n_groups)]
         if wm is not None and hasattr(wm, "reseed"):
@@ -115,18 +126,19 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
                                        step + 1)
             eval_ledger.end_step()
         state["step"] = step + 1
-        state["wall_s"] += time.perf_counter() - t_step
+        state["wall_s"] += clock.wall() - t_step
         if state["step"] % t.checkpoint_every == 0 or state["step"] == t.steps:
             with atomic_path(ckpt) as tmp:
                 torch.save({"config": cfg.to_dict(), "learner": learner.state_dict(),
                             "rng": rng.bit_generator.state, "ledger": ledger.state_dict(),
-                            "eval_ledger": eval_ledger.state_dict(), "state": state}, tmp)
+                            "eval_ledger": eval_ledger.state_dict(), "state": state,
+                            "position": clock.position()}, tmp)
     if not any(r["step"] == t.steps for r in state["evals"]):
-        t_eval = time.perf_counter()
+        t_eval = clock.wall()
         state["evals"] += evaluate(learner.policy, eval_tasks, ev.final_samples or ev.samples, t.max_turns,
                                    eval_scorer, cfg.seed, t.steps)
         eval_ledger.end_step()
-        state["wall_s"] += time.perf_counter() - t_eval
+        state["wall_s"] += clock.wall() - t_eval
     memo = {"enabled": db is not None, "hits": db.hits if db else 0, "misses": db.misses if db else 0}
     extra = {"memo": memo}
     if (totals := world_model_totals(state["steps"])) is not None:

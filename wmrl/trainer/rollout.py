@@ -22,12 +22,12 @@ reads real feedback, as the paper requires.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from wmrl import record as clock
 from wmrl.agent import grammar
 from wmrl.agent.feedback import feedback_of
 from wmrl.agent.policy import FEEDBACK_DIM, AgentPolicy, encode_feedback
@@ -102,7 +102,7 @@ class Scorer:
         """Run each script for real; charged the CPU seconds of each run (a memo hit: its recorded run's)."""
         out: list[ExecutionResult | None] = [None] * len(items)
         todo = []
-        t0 = time.perf_counter()
+        t0 = clock.wall()
         charged = 0.0
         for i, (task, code) in enumerate(items):
             hit = self.memo.get(task.name, code) if self.memo is not None else None
@@ -118,7 +118,7 @@ class Scorer:
                 charged += res.cpu_s  # billed in CPU seconds of the solution's tree: load-independent
                 if self.memo is not None:
                     self.memo.put(items[i][0].name, items[i][1], res)
-        self.ledger.charge("execution", time.perf_counter() - t0, charged, count=len(items))
+        self.ledger.charge("execution", clock.wall() - t0, charged, count=len(items))
         return out
 
     def predict(self, items: list[tuple[object, str]]) -> list:
@@ -138,17 +138,17 @@ class Scorer:
         truth_costs = getattr(self.world_model, "oracle_costs", None)
         if truth_costs is None:
             before = getattr(self.world_model, "server_s", None)
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0 = clock.wall(), clock.cpu()
             preds = self.world_model.predict_many(items)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            wall, cpu = clock.wall() - t0, clock.cpu() - c0
             after = getattr(self.world_model, "server_s", None)
             remote = after - before if before is not None and after is not None else 0.0
             self.ledger.charge("world_model", wall, cpu + remote, count=len(items))
             return preds
-        t0 = time.perf_counter()
+        t0 = clock.wall()
         preds = self.world_model.predict_many(items)
         truth = truth_costs()
-        self.ledger.charge("world_model", max(time.perf_counter() - t0 - truth["actual_s"], 0.0),
+        self.ledger.charge("world_model", max(clock.wall() - t0 - truth["actual_s"], 0.0),
                            self.world_model.charge_s * len(items), count=len(items))
         self.ledger.charge("oracle", truth["actual_s"], truth["charged_s"], count=truth["count"])
         return preds

@@ -25,13 +25,13 @@ agent writes them (the agent and the world model are siblings, neither imports t
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from wmrl import record as clock
 from wmrl.reward import ladder_reward
 from wmrl.vocabulary import RUNG
 
@@ -120,12 +120,12 @@ def fidelity_report(world_model, sandbox, items: Sequence[tuple[object, str]], m
     the per-item ``rows`` frame. ``groups`` names each item's group (default: its task)."""
     if not items:
         raise ValueError("fidelity_report needs at least one (task, code) item")
-    t0 = time.perf_counter()
+    t0 = clock.wall()
     preds = world_model.predict_many(list(items))
-    wm_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    wm_s = clock.wall() - t0
+    t0 = clock.wall()
     results = sandbox.run_many(list(items), max_workers=max_workers)
-    exec_s = time.perf_counter() - t0
+    exec_s = clock.wall() - t0
     rows = fidelity_rows(items, results, preds, groups)
     n = len(rows)
     return {**fidelity_summary(rows), "wm_s_per_item": wm_s / n, "exec_s_per_item": exec_s / n,

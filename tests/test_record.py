@@ -1,0 +1,157 @@
+"""The execution record: what runs measured, recorded and served back so that a run replays to the bit."""
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from wmrl import record, reproduce
+from wmrl.experiments.run import run_arm
+from wmrl.sandbox.runner import Sandbox
+from wmrl.trainer.grpo import GRPOLearner
+
+
+def _use(monkeypatch, spec: str) -> record.Record:
+    monkeypatch.setenv(record.ENV, spec)
+    return record.active()
+
+
+def test_a_recorded_sequence_is_served_back_in_order_per_context_and_the_export_is_deterministic(
+        tmp_path, monkeypatch):
+    out = tmp_path / "x.jsonl.gz"
+    rec = _use(monkeypatch, f"record:{out}")
+    with record.context("run:a"):
+        assert rec.observe("sandbox", "k", {"status": "timeout"}) == {"status": "timeout"}
+        assert rec.observe("sandbox", "k", {"status": "ok"}) == {"status": "ok"}  # same script, another outcome
+        assert rec.observe("memo", "m", None) is None
+        t = record.wall()
+    with record.context("run:b"):
+        rec.observe("sandbox", "k", {"status": "ok"})
+        c = record.cpu()
+    first = record.export(out).read_bytes()
+    assert record.export(out).read_bytes() == first  # byte-identical: no timestamp in the gzip header
+    lines = [json.loads(x) for x in gzip.decompress(first).decode().splitlines()]
+    assert sum("p" in x for x in lines) == 2  # {"status": "ok"} is stored once for both contexts
+
+    rep = _use(monkeypatch, f"replay:{tmp_path}")
+    with record.context("run:b"):  # contexts are independent: b can be read before a
+        assert rep.observe("sandbox", "k", None) == {"status": "ok"}
+        assert record.cpu() == c
+    with record.context("run:a"):
+        assert rep.observe("sandbox", "k", None) == {"status": "timeout"}
+        assert rep.observe("sandbox", "k", None) == {"status": "ok"}
+        assert rep.observe("memo", "m", None) is None
+        assert record.wall() == t
+        with pytest.raises(record.ReplayDiverged, match="run:a"):
+            rep.observe("sandbox", "k", None)
+        with pytest.raises(record.ReplayDiverged, match="clock"):
+            record.wall()
+
+
+def test_a_restarted_context_replaces_its_old_rows_and_a_resumed_one_drops_those_past_its_position(
+        tmp_path, monkeypatch):
+    out = tmp_path / "x.jsonl.gz"
+    rec = _use(monkeypatch, f"record:{out}")
+    with record.context("run:a"):
+        rec.observe("s", "k", {"v": 1})
+    with record.context("run:a"):  # trained again from scratch
+        rec.observe("s", "k", {"v": 2})
+        record.wall()
+        at = record.position()
+        rec.observe("s", "k", {"v": 3})  # lost in a crash: the checkpoint was at `at`
+    with record.context("run:a", resume_at=at):
+        assert record.position() == at
+        rec.observe("s", "k", {"v": 4})
+    record.export(out)
+    rep = _use(monkeypatch, f"replay:{out}")
+    with record.context("run:a"):
+        assert [rep.observe("s", "k", None)["v"] for _ in range(2)] == [2, 4]
+
+
+def test_bad_specs_and_missing_records_are_refused_clearly(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="record:<file>"):
+        _use(monkeypatch, "replay")
+    with pytest.raises(ValueError, match="'record' or 'replay'"):
+        _use(monkeypatch, f"play:{tmp_path}")
+    with pytest.raises(FileNotFoundError, match="no execution record"):
+        _use(monkeypatch, f"replay:{tmp_path / 'empty'}")
+    monkeypatch.delenv(record.ENV)
+    assert record.active() is None and record.position() is None
+
+
+def _frames(folder):
+    summary = json.loads((folder / "summary.json").read_text())
+    summary.pop("provenance")
+    return summary, {p.name: pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))}
+
+
+@pytest.mark.slow
+def test_a_recorded_run_killed_and_resumed_replays_to_the_bit_without_executing_anything(pool, tmp_path,
+                                                                                          monkeypatch):
+    kw = {"pool": pool, "memo_path": tmp_path / "memo.sqlite", "progress": False,
+          "overrides": {"train.steps": 3, "train.checkpoint_every": 1, "sandbox.memo": "shared"}}
+    out = tmp_path / "executions" / "smoke.jsonl.gz"
+    out.parent.mkdir()
+    _use(monkeypatch, f"record:{out}")
+    real_step, calls = GRPOLearner.step, {"n": 0}
+
+    def crash_on_third(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("simulated kill")
+        return real_step(self, *a, **k)
+
+    monkeypatch.setattr(GRPOLearner, "step", crash_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        run_arm("wmrl", "smoke", seed=4, out=tmp_path / "a" / "train" / "smoke" / "wmrl" / "seed4", **kw)
+    monkeypatch.setattr(GRPOLearner, "step", real_step)
+    run_arm("wmrl", "smoke", seed=4, out=tmp_path / "a" / "train" / "smoke" / "wmrl" / "seed4", **kw)
+    record.export(out)
+
+    def no_execution(self, task, code):
+        raise AssertionError("a replay executed a script")
+
+    monkeypatch.setattr(Sandbox, "_execute", no_execution)
+    _use(monkeypatch, f"replay:{out.parent}")
+    kw["memo_path"] = tmp_path / "other-memo.sqlite"  # a replay reads no memo file
+    run_arm("wmrl", "smoke", seed=4, out=tmp_path / "b" / "train" / "smoke" / "wmrl" / "seed4", **kw)
+    (sa, fa), (sb, fb) = (_frames(tmp_path / x / "train" / "smoke" / "wmrl" / "seed4") for x in "ab")
+    sa.pop("memo"), sb.pop("memo")  # the resumed run counts only the memo hits after its resume
+    assert sa == sb
+    assert fa.keys() == fb.keys() and "ledger.parquet" in fa
+    for name in fa:
+        pd.testing.assert_frame_equal(fa[name], fb[name], check_exact=True, obj=name)
+    assert not (tmp_path / "other-memo.sqlite").exists()
+
+
+@pytest.fixture
+def folders(tmp_path, monkeypatch):
+    """Variants of ``python -m wmrl.reproduce`` write under ``tmp_path``."""
+    monkeypatch.setattr(reproduce, "variant_folders", lambda name: (tmp_path / name / "results",
+                                                                    tmp_path / name / "figures"))
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_a_trained_notebook_leaves_its_execution_record_and_replaying_it_reproduces_every_file(folders):
+    argv = ["--only", "03_anchor_only", "--preset", "smoke"]
+    assert reproduce.main(argv) == 0
+    recorded, replayed = folders / "smoke" / "results", folders / "replay-executions-smoke" / "results"
+    assert (recorded / "executions" / "paper.jsonl.gz").stat().st_size > 0
+    assert reproduce.main([*argv, "--replay-executions"]) == 0
+    found = reproduce.compare_outputs(recorded, replayed)
+    assert not found["differ"] and not found["missing"]
+    assert any(p.endswith("summary.json") for p in found["same"]) and any(p.endswith(".parquet") for p in found["same"])
+    assert reproduce.compare_outputs(folders / "smoke" / "figures", folders / "replay-executions-smoke" / "figures")[
+        "same"]  # the figure's bytes too
+    summary = next(replayed.rglob("summary.json"))  # a changed number is found: the comparison can fail
+    summary.write_text(summary.read_text().replace('"avg": ', '"avg": 1', 1))
+    assert str(summary.relative_to(replayed)) in reproduce.compare_outputs(recorded, replayed)["differ"]
+
+
+def test_replaying_executions_without_a_record_says_where_it_looked_and_trains_nothing(folders, monkeypatch,
+                                                                                       capsys):
+    monkeypatch.setattr(reproduce, "train_notebook", lambda *a, **k: pytest.fail("trained without a record"))
+    assert reproduce.main(["--only", "03_anchor_only", "--preset", "smoke", "--replay-executions"]) == 2
+    assert "no execution record in" in capsys.readouterr().err
