@@ -100,6 +100,10 @@ class Record:
         else:
             self._db = sqlite3.connect(self.path.with_suffix("").with_suffix(".sqlite"), timeout=120,
                                        check_same_thread=False)
+            # write-ahead log without an fsync per commit: each observation is committed on its own (a
+            # crash loses at most the last), at a small cost per observation
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
             with self._db:
                 self._db.executescript(
                     "CREATE TABLE IF NOT EXISTS seen (context TEXT, stream TEXT, key TEXT, seq INTEGER, payload TEXT,"
