@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -155,3 +156,16 @@ def test_replaying_executions_without_a_record_says_where_it_looked_and_trains_n
     monkeypatch.setattr(reproduce, "train_notebook", lambda *a, **k: pytest.fail("trained without a record"))
     assert reproduce.main(["--only", "03_anchor_only", "--preset", "smoke", "--replay-executions"]) == 2
     assert "no execution record in" in capsys.readouterr().err
+
+
+def test_only_the_replayable_notebooks_train_under_a_record(folders, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(reproduce, "ensure_kernel", lambda kernel: None)
+    monkeypatch.setattr(reproduce, "_sync", lambda name: None)
+    monkeypatch.setattr(reproduce, "train_notebook", lambda name, *a, **k: seen.setdefault(
+        name, (os.environ.get(record.ENV), os.environ.get(record.CONTEXT_ENV))))
+    assert reproduce.main(["--only", "03_anchor_only", "07_llm_agent", "--preset", "smoke"]) == 0
+    assert seen["07_llm_agent"] == (None, None)
+    spec, context = seen["03_anchor_only"]
+    assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / 'paper.jsonl.gz'}"
+    assert context == "03_anchor_only" and record.ENV not in os.environ  # set for the notebook only

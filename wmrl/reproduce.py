@@ -45,9 +45,8 @@ outcome and measured cost, the memo's answers and the clock's readings, per note
 in ``<results>/executions/<campaign>.jsonl.gz``. ``--replay-executions`` retrains the notebooks
 from that record into ``results/runs/replay-executions[-<variant>]/`` (nothing executes, no clock
 is read) and compares every result file and figure with the ones the recorded campaign wrote
-(:func:`compare_outputs`); it exits non-zero if any differs. The LLM and VLA notebooks are not
-replayed: their numbers also depend on a network's floating-point arithmetic and, for the VLA
-transfer, on timings that the record does not hold.
+(:func:`compare_outputs`); it exits non-zero if any differs. The LLM and VLA notebooks are neither
+recorded nor replayed: their trainers' timings are not read through the record's clock.
 """
 
 from __future__ import annotations
@@ -82,7 +81,8 @@ TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
 FIGURES = REPO / "figures"
 # Notebooks a replay of the execution record does not cover (the module's docstring says why).
-NOT_REPLAYABLE = {6: "the VLA transfer's timings are measured, not recorded", 7: "the LLM agent is not replayed"}
+NOT_REPLAYABLE = {6: "the VLA trainer's timings are not read through the record's clock",
+                  7: "the LLM trainer's timings are not read through the record's clock"}
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
@@ -395,14 +395,15 @@ def main(argv=None) -> int:
         try:
             _sync(name)
             if not args.replay_only:
+                export = None
                 if recorded is not None:
-                    spec, export = f"replay:{recorded[0] / 'executions'}", None
-                else:
+                    spec = f"replay:{recorded[0] / 'executions'}"
+                elif int(name[:2]) not in NOT_REPLAYABLE:
                     export = results_dir / "executions" / f"{campaign_of(name)}.jsonl.gz"
                     export.parent.mkdir(parents=True, exist_ok=True)
                     spec = f"record:{export}"
                 t0 = time.perf_counter()
-                with executions(spec, name, export):
+                with executions(spec, name, export) if export or recorded else contextlib.nullcontext():
                     train_notebook(name, args.preset, args.kernel, params, records)
                 run.train_s = time.perf_counter() - t0
             if replays:
