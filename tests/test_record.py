@@ -169,3 +169,39 @@ def test_only_the_replayable_notebooks_train_under_a_record(folders, monkeypatch
     spec, context = seen["03_anchor_only"]
     assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / 'paper.jsonl.gz'}"
     assert context == "03_anchor_only" and record.ENV not in os.environ  # set for the notebook only
+
+
+def _record_file(path, outcomes: dict):
+    rec = record.Record("record", path)
+    with record.context("run:x"):
+        for key, (status, percentile) in outcomes.items():
+            rec.observe("sandbox", key, {"status": status, "percentile": percentile})
+    return record.export(path).read_bytes()
+
+
+def test_a_retrained_campaign_reports_its_runs_verdicts_and_outcomes_against_the_last_commit(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    committed = {}
+    for seed, (old, new) in enumerate([(0.500, 0.504), (0.500, 0.530)]):
+        path = results / "train" / "small" / "wmrl" / f"seed{seed}" / "summary.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"heldout": {"avg": new}}))
+        committed[path.relative_to(results)] = json.dumps({"heldout": {"avg": old}}).encode()
+    claims = results / "claims" / "small" / "13_primary.parquet"
+    claims.parent.mkdir(parents=True)
+    pd.DataFrame({"claim": ["P-C0", "P-C1"], "verdict_holm": ["reproduced", "inconclusive"]}).to_parquet(claims)
+    old_claims = tmp_path / "old.parquet"
+    pd.DataFrame({"claim": ["P-C0", "P-C1"], "verdict_holm": ["reproduced", "fails"]}).to_parquet(old_claims)
+    committed[claims.relative_to(results)] = old_claims.read_bytes()
+    new = results / "executions" / "primary.jsonl.gz"
+    new.parent.mkdir()
+    _record_file(new, {"a": ("ok", 0.5), "b": ("timeout", None), "c": ("ok", 0.1)})
+    committed[new.relative_to(results)] = _record_file(tmp_path / "old.jsonl.gz", {"a": ("ok", 0.5), "b": ("ok", 0.7),
+                                                                                   "d": ("ok", 0.2)})
+    monkeypatch.setattr(reproduce, "_committed", committed.get)
+    monkeypatch.setattr(reproduce, "selection", lambda campaign, root, preset: [root / "train" / "small" / "wmrl"])
+    found = reproduce.agreement("primary", ["13_primary"], results)
+    assert (found["runs"], found["within_1pt"]) == (2, 1)
+    assert found["median_abs_delta"] == pytest.approx((0.4 + 3.0) / 2)
+    assert found["verdicts"] == 2 and found["verdicts_changed"] == ["13_primary P-C1: fails -> inconclusive"]
+    assert (found["scripts"], found["outcomes_changed"]) == (2, 1)  # a and b in both records; b changed

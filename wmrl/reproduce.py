@@ -45,7 +45,9 @@ outcome and measured cost, the memo's answers and the clock's readings, per note
 in ``<results>/executions/<campaign>.jsonl.gz``. ``--replay-executions`` retrains the notebooks
 from that record into ``results/runs/replay-executions[-<variant>]/`` (nothing executes, no clock
 is read) and compares every result file and figure with the ones the recorded campaign wrote
-(:func:`compare_outputs`); it exits non-zero if any differs. The LLM and VLA notebooks are neither
+(:func:`compare_outputs`); it exits non-zero if any differs. A campaign retrained at the committed
+preset prints its agreement with the last commit's (:func:`agreement`): runs within 1 point of
+held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records. The LLM and VLA notebooks are neither
 recorded nor replayed: their trainers' timings are not read through the record's clock.
 """
 
@@ -53,9 +55,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
+import io
 import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -69,7 +75,7 @@ from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_k
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.provenance import REPO, atomic_path, provenance
 
-__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "campaign_of", "compare_outputs", "discover", "executions",
+__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover", "executions",
            "main", "quickstart_table",
            "record_durations", "replay_notebook", "timings", "train_notebook", "write_timings"]
 
@@ -220,6 +226,80 @@ def compare_outputs(recorded: Path, replayed: Path) -> dict[str, list[str]]:
         other = recorded / rel
         out["missing" if not other.exists() else "same" if _same(other, path) else "differ"].append(str(rel))
     return out
+
+
+def _committed(rel: Path) -> bytes | None:
+    """The file at ``rel`` (relative to ``results/``) as the last commit holds it, or None."""
+    out = subprocess.run(["git", "-C", str(REPO), "show", f"HEAD:results/{rel.as_posix()}"], capture_output=True,
+                         check=False)
+    return out.stdout if out.returncode == 0 else None
+
+
+def _verdicts(source):
+    """A claims table's verdicts by claim (after the family's correction where it has one)."""
+    import pandas as pd
+
+    frame = pd.read_parquet(source)
+    return frame.set_index("claim")["verdict_holm" if "verdict_holm" in frame else "verdict"]
+
+
+def _outcomes(blob: bytes) -> dict[str, tuple]:
+    """(status, percentile) of each script's first recorded execution in a record file's bytes."""
+    rows = [json.loads(line) for line in gzip.decompress(blob).splitlines()]
+    payloads = {r["h"]: json.loads(r["p"]) for r in rows if "p" in r}
+    first = {}
+    for r in rows:
+        if r.get("s") == "sandbox" and r["v"] and r["v"][0] is not None:
+            first.setdefault(r["k"], (payloads[r["v"][0]]["status"], payloads[r["v"][0]]["percentile"]))
+    return first
+
+
+def agreement(campaign: str, names: list[str], results: Path = RESULTS) -> dict:
+    """How a retrained campaign agrees with the last commit's: its runs' held-out Avg (within 1 point),
+    its notebooks' verdicts, and the outcome of every script both execution records ran."""
+    deltas = []
+    for folder in selection(campaign, results, REPLAY_PRESET):
+        for path in sorted(folder.rglob("summary.json")):
+            old = _committed(path.relative_to(results))
+            if old is not None:
+                deltas.append(100 * abs(json.loads(path.read_text())["heldout"]["avg"] - json.loads(old)["heldout"]["avg"]))
+    changed, compared = [], 0
+    for name in names:
+        path = results / "claims" / REPLAY_PRESET / f"{name}.parquet"
+        old = _committed(path.relative_to(results)) if path.exists() else None
+        if old is None:
+            continue
+        new_v, old_v = _verdicts(path), _verdicts(io.BytesIO(old))
+        for claim in new_v.index.intersection(old_v.index):
+            compared += 1
+            if new_v[claim] != old_v[claim]:
+                changed.append(f"{name} {claim}: {old_v[claim]} -> {new_v[claim]}")
+    out = {"runs": len(deltas), "within_1pt": sum(d <= 1.0 for d in deltas),
+           "median_abs_delta": statistics.median(deltas) if deltas else None,
+           "verdicts": compared, "verdicts_changed": changed, "scripts": None, "outcomes_changed": None}
+    path = results / "executions" / f"{campaign}.jsonl.gz"
+    old = _committed(path.relative_to(results)) if path.exists() else None
+    if old is not None:
+        a, b = _outcomes(old), _outcomes(path.read_bytes())
+        common = a.keys() & b.keys()
+        out["scripts"], out["outcomes_changed"] = len(common), sum(a[k] != b[k] for k in common)
+    return out
+
+
+def _print_agreement(campaign: str, found: dict) -> None:
+    print(f"\nagreement of campaign {campaign!r} with the last commit's:")
+    if found["runs"]:
+        print(f"  runs: {found['within_1pt']} of {found['runs']} within 1 point of their held-out Avg "
+              f"(median |difference| {found['median_abs_delta']:.2f} points)")
+    print(f"  verdicts: {len(found['verdicts_changed'])} of {found['verdicts']} changed")
+    for line in found["verdicts_changed"]:
+        print(f"    {line}")
+    if found["scripts"] is None:
+        print("  outcomes: the last commit holds no execution record of this campaign to compare with")
+    else:
+        share = found["outcomes_changed"] / max(found["scripts"], 1)
+        print(f"  outcomes: {found['outcomes_changed']} of {found['scripts']} scripts both records executed "
+              f"changed status or score ({share:.1%})")
 
 
 def _summaries(paths) -> list[dict]:
@@ -415,6 +495,11 @@ def main(argv=None) -> int:
         runs.append(run)
     if replays and not args.replay_only and any(r.train_s is not None for r in runs):
         record_durations(runs)  # a campaign at the committed preset: how long each notebook took
+        if args.campaign:
+            try:
+                _print_agreement(args.campaign, agreement(args.campaign, names))
+            except Exception as e:  # noqa: BLE001 -- a report; the campaign's outcome stands
+                print(f"agreement with the last commit not computed: {type(e).__name__}: {e}", file=sys.stderr)
     if replays:
         page = NotebookRun("RESULTS.md")
         try:
