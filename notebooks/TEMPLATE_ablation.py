@@ -80,6 +80,10 @@ ARMS_HERE = [BASE, *LABELS]
 runs = pd.concat([load_arm_runs(cfg, [BASE])]  # the default runs (shared with 01-04; trained here if missing)
                  + [load_arm_runs(cfg, [BASE], tag=v.tag, overrides=v.overrides) for v in VARIANTS], ignore_index=True)
 print(f"{len(runs)} runs: {ARMS_HERE} x seeds {cfg.seeds}")
+for label in LABELS:  # a variant can differ in configuration and still run what its base runs
+    if ablation.realised_as_base(runs, BASE, label):
+        print(f"WARNING: {label} realised exactly what {BASE} did at every seed (the same groups, updates and "
+              f"held-out rows) at preset {cfg.preset}: its difference is 0 by construction, not a finding")
 
 # %% [markdown]
 # ## 1. The table (means with 95% intervals over seeds)

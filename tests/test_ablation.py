@@ -161,3 +161,21 @@ def test_the_next_notebook_number_follows_the_highest_one(tmp_path):
     for name in ("00_a.ipynb", "03_b.py", "TEMPLATE_ablation.py", "notes.md"):
         (tmp_path / name).write_text("")
     assert ablation.next_number(tmp_path) == 4
+
+
+def test_a_variant_that_realised_its_base_runs_is_told_apart_from_one_that_differs(tmp_path):
+    import pandas as pd
+
+    def run(name, seed, loss):
+        d = tmp_path / name / f"seed{seed}"
+        d.mkdir(parents=True)
+        pd.DataFrame({"step": [0, 1], "n_groups": [3, 3], "n_executed_groups": [1, 1], "train_reward": [0.2, 0.3],
+                      "loss": [0.5, loss], "rho": [1.0, 1.5]}).to_parquet(d / "steps.parquet")
+        pd.DataFrame({"step": [2], "task": ["iris"], "samples": [4], "percentile": [0.4]}).to_parquet(d / "eval.parquet")
+        return {"arm": name, "seed": seed, "dir": str(d)}
+
+    runs = pd.DataFrame([run("wmrl", s, 0.4) for s in (0, 1)] + [run("wmrl~same", s, 0.4) for s in (0, 1)]
+                        + [run("wmrl~other", 0, 0.4), run("wmrl~other", 1, 0.41)] + [run("wmrl~alone", 5, 0.4)])
+    assert ablation.realised_as_base(runs, "wmrl", "wmrl~same")
+    assert not ablation.realised_as_base(runs, "wmrl", "wmrl~other")  # one update differs at one seed
+    assert not ablation.realised_as_base(runs, "wmrl", "wmrl~alone")  # no seed in common: nothing to compare

@@ -34,7 +34,7 @@ from wmrl.config import SCHEDULING_FIELDS, ConfigError
 from wmrl.presets import preset_names, run_config
 from wmrl.provenance import REPO
 
-__all__ = ["NOTEBOOKS", "TEMPLATE", "Variant", "next_number", "plan", "write_notebook"]
+__all__ = ["NOTEBOOKS", "TEMPLATE", "Variant", "next_number", "plan", "realised_as_base", "write_notebook"]
 
 NOTEBOOKS = REPO / "notebooks"
 TEMPLATE = NOTEBOOKS / "TEMPLATE_ablation.py"
@@ -120,6 +120,31 @@ def plan(name: str, base_arm: str, overrides: dict | None = None, sweep: dict | 
             raise ConfigError(f"variant {v.label(base_arm)!r} changes nothing: {v.overrides} are already the "
                               f"configuration of {base_arm!r} at presets {list(presets or preset_names())}")
     return variants
+
+
+# What a run realised: the groups it routed, its updates and rewards at every step, its held-out rows.
+_REALISED = {"steps": ["step", "n_groups", "n_executed_groups", "train_reward", "loss"],
+             "eval": ["step", "task", "samples", "percentile"]}
+
+
+def realised_as_base(runs, base: str, label: str) -> bool:
+    """Whether the runs of variant ``label`` realised exactly what the ``base`` arm's runs did at every
+    seed both have: the same groups routed, losses and rewards at every step, the same held-out rows.
+    Such a variant differs from its base in configuration only (at a small preset a changed anchor
+    fraction can still round to the same anchor groups), so its difference is 0 by construction."""
+    import pandas as pd
+
+    dirs = {arm: dict(zip(runs[runs.arm == arm].seed, runs[runs.arm == arm].dir)) for arm in (base, label)}
+    seeds = sorted(dirs[base].keys() & dirs[label].keys())
+    if not seeds:
+        return False
+    for seed in seeds:
+        for name, cols in _REALISED.items():
+            a, b = (pd.read_parquet(Path(dirs[arm][seed]) / f"{name}.parquet") for arm in (base, label))
+            cols = [c for c in cols if c in a and c in b]
+            if len(a) != len(b) or not a[cols].reset_index(drop=True).equals(b[cols].reset_index(drop=True)):
+                return False
+    return True
 
 
 def next_number(notebooks_dir: str | Path = NOTEBOOKS) -> int:
