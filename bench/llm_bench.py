@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     _add_set(s, "llm.sft_steps=0 to time a step without the warm start")
     r = sub.add_parser("runnable", help="the share of sampled first-turn solutions that run ok, per held-out task")
     r.add_argument("--model", required=True, help="a Hugging Face model folder")
-    r.add_argument("--contract", default="script", choices=("script", "fit_predict"))
+    r.add_argument("--contract", default="script", choices=("script", "fit_predict", "plan"))
     r.add_argument("--samples", type=int, default=2)
     r.add_argument("--max-new-tokens", type=int, default=384)
     r.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")

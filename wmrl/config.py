@@ -130,8 +130,11 @@ class LLMConfig:
     SECTION: typing.ClassVar[str] = "llm"
     #: ``script``: the paper's contract, one complete solution script; ``fit_predict``: a labelled
     #: departure for models too small to write a whole runnable script: the agent writes only
-    #: ``fit_predict(train, test)`` and a fixed scaffold reads the data and writes the submission.
-    contract: Literal["script", "fit_predict"] = "script"
+    #: ``fit_predict(train, test)`` and a fixed scaffold reads the data and writes the submission;
+    #: ``plan``: a labelled departure for models that can choose but not code: the agent writes the
+    #: grammar's design decisions as a few ``key=value`` lines and the grammar's renderer writes the
+    #: script (:mod:`wmrl.agent.llm.plan`).
+    contract: Literal["script", "fit_predict", "plan"] = "script"
     max_new_tokens: int = 4096  # paper: 4096 tokens per turn
     obs_max_tokens: int = 1024  # paper: observations cut to 1024 tokens
     #: supervised warm start (TRL's SFTTrainer) on grammar-rendered solutions of the training

@@ -9,26 +9,34 @@ so that a prompt at paper scale (a GPU per execution) says so, and one on a lapt
 (the sandbox's or the world model's report, the same text either way, cut to a budget as the paper
 cuts observations to 1024 tokens).
 
-Two solution contracts (:data:`CONTRACTS`):
+Three solution contracts (:data:`CONTRACTS`):
 
 - ``script`` (the paper's): a complete Python script that reads ``$DATA_DIR`` and writes
   ``$SUBMISSION_PATH``;
 - ``fit_predict`` (a departure, for models too small to write a whole runnable script): only a
   function ``fit_predict(train, test)`` returning the test predictions; a fixed scaffold
-  (:func:`wmrl.agent.llm.solution.assemble`) reads the files and writes the submission.
+  (:func:`wmrl.agent.llm.solution.assemble`) reads the files and writes the submission;
+- ``plan`` (a departure, for models that can choose but not code): a few ``key=value`` lines of
+  the grammar's design decisions (:mod:`wmrl.agent.llm.plan`), which the grammar's renderer turns
+  into the script. The prompt lists the keys and their options for the task and leaves out the
+  files' columns and the libraries (the renderer reads the files and writes the imports; the
+  description still names the columns).
 """
 
 from __future__ import annotations
 
+from wmrl.agent.llm.plan import design_keys, plan_lines
 from wmrl.sandbox import SandboxFacts
 from wmrl.sandbox import library_versions as sandbox_library_versions
 
 __all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "prediction_spec", "sandbox_lines", "task_messages"]
 
-CONTRACTS = ("script", "fit_predict")
+CONTRACTS = ("script", "fit_predict", "plan")
 
 _SYSTEM = ("You are a research agent in a machine-learning competition. You write Python code that trains a model "
            "on the competition's data and predicts the test set. Reply with code only.")
+_SYSTEM_PLAN = ("You are a research agent in a machine-learning competition. You choose how a solution trains a "
+                "model on the competition's data and predicts the test set. Reply with the plan only.")
 
 
 def inventory_lines(task, max_examples: int = 3) -> list[str]:
@@ -87,8 +95,17 @@ def task_messages(task, contract: str, sandbox: SandboxFacts,
         raise ValueError(f"contract must be one of {CONTRACTS}, got {contract!r}")
     if library_versions is None:
         library_versions = sandbox_library_versions()
-    parts = [task.description.strip(), "", "## Files in DATA_DIR (file: columns)", *inventory_lines(task), "",
-             "## Sandbox", *sandbox_lines(sandbox, library_versions), "", "## Your answer"]
+    plan = contract == "plan"  # no files section, no libraries: the renderer reads the files and imports
+    files = [] if plan else ["## Files in DATA_DIR (file: columns)", *inventory_lines(task), ""]
+    limits = sandbox_lines(sandbox, library_versions)[1 if plan else 0:]
+    parts = [task.description.strip(), "", *files, "## Sandbox", *limits, "", "## Your answer"]
+    if contract == "plan":
+        keys = design_keys(task)
+        parts += [(f"Do not write code. Write the solution's plan: one key=value line for each of the {len(keys)} keys "
+                  "below, each value one of its options. A fixed program turns the plan into the solution script, "
+                  "runs it and writes the submission."), *plan_lines(task),
+                  f"Reply with the {len(keys)} lines only."]
+        return [{"role": "system", "content": _SYSTEM_PLAN}, {"role": "user", "content": "\n".join(parts)}]
     if contract == "script":
         parts += [("Write one complete Python script. It reads the files from the folder in the environment variable "
                   "DATA_DIR and writes the submission CSV to the path in the environment variable SUBMISSION_PATH."),
@@ -102,8 +119,13 @@ def task_messages(task, contract: str, sandbox: SandboxFacts,
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n".join(parts)}]
 
 
-def feedback_message(text: str, turn: int, max_turns: int) -> dict:
+def feedback_message(text: str, turn: int, max_turns: int, contract: str = "script") -> dict:
     """The user turn after a solution that did not run ok: the report, then the request to fix it."""
     left = max_turns - turn
-    ask = "Fix the code and reply with the whole corrected code in one ```python code block." if left else ""
-    return {"role": "user", "content": f"Result of running your code:\n{text.strip()}\n\n{ask}".strip()}
+    if contract == "plan":
+        ask = "Change the plan and reply with all the lines of the corrected plan." if left else ""
+        head = "Result of running the script of your plan"
+    else:
+        ask = "Fix the code and reply with the whole corrected code in one ```python code block." if left else ""
+        head = "Result of running your code"
+    return {"role": "user", "content": f"{head}:\n{text.strip()}\n\n{ask}".strip()}

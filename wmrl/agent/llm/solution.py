@@ -11,25 +11,33 @@ honest outcome.
 Contracts. Under ``script`` the code is the script. Under ``fit_predict`` (a labelled departure
 from the paper, for models too small to write a whole script) :func:`assemble` wraps the agent's
 ``fit_predict(train, test)`` in a fixed scaffold that reads the data and writes the submission.
+Under ``plan`` (another labelled departure) the reply is a few ``key=value`` lines of the grammar's
+decisions (:mod:`wmrl.agent.llm.plan`), which the grammar agent's renderer turns into the script;
+a reply that is not a valid plan has no script, and says why. :func:`solution_for` does all three:
+from a reply to what is run, or the reason nothing is.
 
 Targets for the supervised warm start (:func:`script_target`, :func:`fit_predict_target`) are
 scripts rendered by the grammar agent (:func:`wmrl.agent.grammar.render`), made compact: the
 module docstring, the ``print`` calls and the comments go (``ast.unparse``), which keeps the
-behaviour and saves a third of the tokens.
+behaviour and saves a third of the tokens. A plan's target is the plan of the same decisions
+(:func:`wmrl.agent.llm.plan.plan_text`), written as the reply itself, without a fence.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
-__all__ = ["FENCE", "SCAFFOLD_HEADER", "THINK_CLOSE", "THINK_OPEN", "assemble", "compact", "extract_code",
-           "fit_predict_target", "reply_for", "script_target", "strip_thinking"]
+__all__ = ["FENCE", "NO_CODE", "SCAFFOLD_HEADER", "THINK_CLOSE", "THINK_OPEN", "Solution", "assemble", "compact",
+           "extract_code", "fit_predict_target", "plan_answer", "reply_for", "script_target", "solution_for",
+           "strip_thinking"]
 
 FENCE = "```"
 #: the reasoning block's tags of the Qwen3 family (and DeepSeek-R1's distillations)
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_ANY_BLOCK = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 SCAFFOLD_HEADER = """import os
 from pathlib import Path
@@ -69,10 +77,19 @@ def extract_code(reply: str) -> str | None:
     return None
 
 
+def plan_answer(reply: str) -> str:
+    """The part of a reply that is a plan: after any thinking, the first fenced block's body if there is one."""
+    answer = strip_thinking(reply)
+    fenced = _ANY_BLOCK.search(answer)
+    return (fenced.group(1) if fenced else answer).strip()
+
+
 def assemble(task, code: str | None, contract: str) -> str | None:
     """The script the sandbox runs for an extracted ``code`` (None stays None: nothing to run)."""
     if code is None or contract == "script":
         return code
+    if contract == "plan":
+        raise ValueError("a plan is rendered by the grammar, not assembled: use solution_for(task, reply, 'plan')")
     if contract != "fit_predict":
         raise ValueError(f"unknown contract {contract!r}")
     footer = (f'\n\ntrain = pd.read_csv(DATA_DIR / "train.csv")\ntest = pd.read_csv(DATA_DIR / "test.csv")\n'
@@ -82,9 +99,39 @@ def assemble(task, code: str | None, contract: str) -> str | None:
     return SCAFFOLD_HEADER + "\n\n" + code.rstrip() + footer
 
 
-def reply_for(code: str) -> str:
-    """The reply a model should give for ``code`` (the SFT target's text)."""
+def reply_for(code: str, contract: str = "script") -> str:
+    """The reply a model should give for ``code`` (the SFT target's text): a fenced block, or a plan as it is."""
+    if contract == "plan":
+        return code.strip()
     return f"{FENCE}python\n{code.rstrip()}\n{FENCE}"
+
+
+#: why a code contract's reply has no script
+NO_CODE = "the reply had no ```python code block"
+
+
+@dataclass(frozen=True)
+class Solution:
+    """What a reply amounts to: the part the agent wrote that counts, the script to run, and why there is none."""
+
+    code: str | None  # the extracted code block, or the plan's text (None: no code block)
+    script: str | None  # what the sandbox runs (None: nothing to run, the reply is malformed)
+    reason: str = ""  # why ``script`` is None, in the words the next turn's feedback quotes
+
+
+def solution_for(task, reply: str, contract: str) -> Solution:
+    """From a model's ``reply`` for ``task`` under ``contract`` to the script that is run; never raises on a reply."""
+    if contract == "plan":
+        from wmrl.agent.grammar import render
+        from wmrl.agent.llm.plan import PlanError, parse_plan
+
+        text = plan_answer(reply)
+        try:
+            return Solution(text, render(task, parse_plan(task, text)))
+        except PlanError as exc:
+            return Solution(text or None, None, f"the reply is not a valid plan: {exc}")
+    code = extract_code(reply)
+    return Solution(code, assemble(task, code, contract), "" if code is not None else NO_CODE)
 
 
 class _DropPrints(ast.NodeTransformer):

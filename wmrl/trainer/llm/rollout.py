@@ -23,7 +23,8 @@ With vLLM, the sampler's per-token log-probs of each reply travel with the traje
 (:attr:`LLMTrajectory.logprobs`, feedback positions 0.0, which ``env_mask`` keeps out of every
 term), for TRL's importance-sampling correction of the gap between vLLM and the trained policy.
 
-Rewards (Sec. 3.1, the ladder of :mod:`wmrl.reward`): a reply without a code block is
+Rewards (Sec. 3.1, the ladder of :mod:`wmrl.reward`): a reply without a code block (under the
+``plan`` contract: a reply that is not a valid plan, its feedback saying why) is
 ``malformed`` (0.0, neither run nor predicted); the trajectory's reward is its best turn's,
 separately for the real runs (executed rows) and the world model's predictions (predicted rows),
 so an anchor row carries the ``(r_hat, r)`` pair Online Debiasing needs.
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wmrl.agent.llm.prompt import feedback_message, task_messages
-from wmrl.agent.llm.solution import assemble, extract_code
+from wmrl.agent.llm.solution import NO_CODE, solution_for
 from wmrl.config import LLMConfig, TrainConfig
 from wmrl.reward import ladder_reward, trajectory_reward
 from wmrl.sandbox import SandboxFacts
@@ -75,12 +76,13 @@ class RolloutSettings:
 class LLMTurn:
     reply_ids: list[int]
     reply: str
-    code: str | None  # the extracted code block (None: malformed)
-    script: str | None  # what the sandbox runs (the code, or the code in the fit_predict scaffold)
+    code: str | None  # the extracted code block, or the plan's text (None: no code block)
+    script: str | None  # what the sandbox runs (the code, the code in the fit_predict scaffold, the plan rendered)
     real: object | None = None  # ExecutionResult on executed rows
     pred: object | None = None  # Prediction on predicted rows
     feedback_ids: list[int] = field(default_factory=list)
     reply_logprobs: list[float | None] | None = None  # the sampler's, per reply token (None: not reported)
+    reason: str = NO_CODE  # why a malformed reply has no script (what its feedback says)
 
     @property
     def malformed(self) -> bool:
@@ -106,7 +108,7 @@ class LLMTurn:
     def feedback(self, source: str) -> str:
         """The report the next turn reads: the sandbox's (``real``) or the world model's (``wm``)."""
         if self.malformed:
-            return feedback_text("malformed", None, None, None, "the reply had no ```python code block")
+            return feedback_text("malformed", None, None, None, self.reason)
         if source == "wm":
             return self.pred.feedback_text
         r = self.real
@@ -206,10 +208,10 @@ def feedback_ids(tokenizer, messages: list[dict], reply_ids: list[int], feedback
     return list(tokenizer(tail, add_special_tokens=False)["input_ids"])
 
 
-def _report(tokenizer, text: str, turn: int, max_turns: int, obs_max_tokens: int) -> dict:
+def _report(tokenizer, text: str, turn: int, max_turns: int, obs_max_tokens: int, contract: str = "script") -> dict:
     """The feedback turn's message, its report cut to ``obs_max_tokens`` tokens (the paper's 1024)."""
     text = tokenizer.decode(tokenizer(text, add_special_tokens=False)["input_ids"][:obs_max_tokens])
-    return feedback_message(text, turn, max_turns)
+    return feedback_message(text, turn, max_turns, contract)
 
 
 def rollout(generator, tokenizer, tasks: list, executed: np.ndarray, predicted: np.ndarray, scorer,
@@ -243,9 +245,8 @@ def rollout(generator, tokenizer, tasks: list, executed: np.ndarray, predicted: 
                 raise RuntimeError(f"the generator returned a turn of {len(ids)} tokens, over the per-turn "
                                    f"budget max_new_tokens={s.max_new_tokens}")
             text = tokenizer.decode(ids, skip_special_tokens=True)
-            code = extract_code(text)
-            script = assemble(rows[i].task, code, s.contract)
-            turns[i] = LLMTurn(list(ids), text, code, script,
+            sol = solution_for(rows[i].task, text, s.contract)
+            turns[i] = LLMTurn(list(ids), text, sol.code, sol.script, reason=sol.reason,
                                reply_logprobs=None if logprobs is None else list(logprobs[k]))
             contexts[i] += list(ids)
         runnable = [i for i in active if not turns[i].malformed]
@@ -262,7 +263,7 @@ def rollout(generator, tokenizer, tasks: list, executed: np.ndarray, predicted: 
             source = "real" if rows[i].executed else "wm"
             if t.status(source) == "ok" or turn == s.max_turns:
                 continue
-            report = _report(tokenizer, t.feedback(source), turn, s.max_turns, s.obs_max_tokens)
+            report = _report(tokenizer, t.feedback(source), turn, s.max_turns, s.obs_max_tokens, s.contract)
             t.feedback_ids = feedback_ids(tokenizer, messages[i], t.reply_ids, report, s.enable_thinking)
             messages[i] = [*messages[i], {"role": "assistant", "content": t.reply}, report]
             contexts[i] += t.feedback_ids

@@ -8,8 +8,9 @@ documented habits (:mod:`wmrl.agent.habits`), mistakes included, so the warm-sta
 a realistic failure rate instead of a perfect one, and GRPO has something to learn.
 
 Each example is the rollout's first-turn conversation (:func:`wmrl.agent.llm.prompt.task_messages`)
-as the prompt and the solution in a fenced block as the completion; the loss is on the completion
-only. The result is a model folder under the data root, keyed by everything that shapes it
+as the prompt and the solution in a fenced block as the completion (under the ``plan`` contract,
+the plan of the same decisions, :func:`wmrl.agent.llm.plan.plan_text`); the loss is on the
+completion only. The result is a model folder under the data root, keyed by everything that shapes it
 (base model, contract, tasks, steps, learning rate, batch, seed), built once and atomically.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from wmrl.agent.habits import habit_choices
+from wmrl.agent.llm.plan import plan_text
 from wmrl.agent.llm.prompt import task_messages
 from wmrl.agent.llm.solution import fit_predict_target, reply_for, script_target
 
@@ -31,7 +33,9 @@ __all__ = ["execute_targets", "sft_dataset", "sft_folder", "solution_target"]
 
 
 def solution_target(task, choices, contract: str) -> str:
-    """The code a warm-started model should write for ``task`` under grammar ``choices``."""
+    """The code (under ``plan``: the plan) a warm-started model should write for ``task`` under grammar ``choices``."""
+    if contract == "plan":
+        return plan_text(task, choices)
     return script_target(task, choices) if contract == "script" else fit_predict_target(task, choices)
 
 
@@ -50,7 +54,7 @@ def sft_dataset(tasks, contract: str, per_task: int, seed: int, sandbox) -> list
                 continue
             seen.add(code)
             rows.append({"task": task.name, "prompt": prompt,
-                         "completion": [{"role": "assistant", "content": reply_for(code)}]})
+                         "completion": [{"role": "assistant", "content": reply_for(code, contract)}]})
     order = rng.permutation(len(rows))
     return [rows[i] for i in order]
 
@@ -59,13 +63,13 @@ def execute_targets(rows: list[dict], tasks, contract: str, sandbox) -> list[tup
     """Each row's ``(task, ExecutionResult)``: its target solution, assembled as a rollout would, run in ``sandbox``.
 
     ``rows`` are :func:`sft_dataset`'s for ``tasks``."""
-    from wmrl.agent.llm.solution import assemble, extract_code
+    from wmrl.agent.llm.solution import solution_for
 
     by_name = {t.name: t for t in tasks}
     jobs = []
     for row in rows:
         task = by_name[row["task"]]
-        jobs.append((task, assemble(task, extract_code(row["completion"][0]["content"]), contract)))
+        jobs.append((task, solution_for(task, row["completion"][0]["content"], contract).script))
     return list(zip((t for t, _ in jobs), sandbox.run_many(jobs)))
 
 
