@@ -205,3 +205,28 @@ def test_a_retrained_campaign_reports_its_runs_verdicts_and_outcomes_against_the
     assert found["median_abs_delta"] == pytest.approx((0.4 + 3.0) / 2)
     assert found["verdicts"] == 2 and found["verdicts_changed"] == ["13_primary P-C1: fails -> inconclusive"]
     assert (found["scripts"], found["outcomes_changed"]) == (2, 1)  # a and b in both records; b changed
+
+
+def _observe_many(spec: str, name: str, n: int) -> None:
+    os.environ[record.ENV] = spec
+    rec = record.active()
+    with record.context(name):
+        for i in range(n):
+            rec.observe("sandbox", f"k{i % 7}", {"run": name, "i": i})
+            record.wall()
+
+
+def test_runs_recorded_by_parallel_processes_keep_their_own_sequences(tmp_path):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    out = tmp_path / "x.jsonl.gz"
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_observe_many, [f"record:{out}"] * 4, [f"run:{j}" for j in range(4)], [200] * 4))
+    record.export(out)
+    rep = record.Record("replay", out)
+    for j in range(4):
+        with record.context(f"run:{j}"):
+            got = [rep.observe("sandbox", f"k{i % 7}", None) for i in range(200)]
+            assert got == [{"run": f"run:{j}", "i": i} for i in range(200)]
+            assert len(rep._clock[f"run:{j}"]) == 200
