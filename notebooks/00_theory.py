@@ -709,7 +709,9 @@ print(summary.to_string(index=False, justify="left"))
 # from the numbers.
 
 # %% tags=["nbval-check-output"]
-print("\n".join(findings.theory_findings(cfg.results_dir / SUB)))
+SENTENCES = findings.theory_findings(cfg.results_dir / SUB)
+nb.save_findings(SENTENCES, cfg, "Theorems 3-4, Lemma 12, Assumption 6 on a synthetic problem")  # for FINDINGS.md
+print("\n".join(SENTENCES))
 
 # %%
 nb.provenance_table(cfg, SUB)

@@ -219,6 +219,7 @@ else:
 # the numbers.
 
 # %% tags=["nbval-check-output"]
+nb.save_claims(table, cfg, "Table 1: WMRL, GRPO, a pure world model")  # what RESULTS.md reads
 print("\n".join(claims.what_we_see(table)))
 
 # %% [markdown]

@@ -276,7 +276,9 @@ else:
 # Computed from the tables above (`findings.compute_findings`).
 
 # %% tags=["nbval-check-output"]
-print("\n".join(findings.compute_findings(runs)))
+SENTENCES = findings.compute_findings(runs)
+nb.save_findings(SENTENCES, cfg, "where the compute goes")  # for FINDINGS.md
+print("\n".join(SENTENCES))
 
 # %% [markdown]
 # Where the runs come from (git commit, date; folders relative to `RESULTS_DIR`):

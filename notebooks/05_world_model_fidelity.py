@@ -441,8 +441,10 @@ if profile_rows is not None:
 # Computed from the tables above (`findings.fidelity_findings`, `findings.profile_findings`).
 
 # %% tags=["nbval-check-output"]
-print("\n".join(findings.fidelity_findings(rows, steps)
-                + (findings.profile_findings(summary_table(profile_rows)) if profile_rows is not None else [])))
+SENTENCES = findings.fidelity_findings(rows, steps) + (
+    findings.profile_findings(summary_table(profile_rows)) if profile_rows is not None else [])
+nb.save_findings(SENTENCES, cfg, "the world model's fidelity")  # for FINDINGS.md
+print("\n".join(SENTENCES))
 
 # %%
 nb.provenance_table(cfg, SUB)

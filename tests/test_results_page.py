@@ -21,11 +21,10 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 def test_the_page_has_a_row_per_claim_and_the_notebooks_sentences():
     page = results_page.results_page(RESULTS, "small")
     found = results_page.findings_page(RESULTS, "small")
-    vla = results_page._vla_results(RESULTS, "small", [0, 1, 2])
     from notebooks import _primary as primary
 
     # the declared family's rows; Table 1 at the campaign's seeds is named, not counted twice (FINDINGS.md has it)
-    for c in primary.PRIMARY + claims.ABLATION + claims.ANCHOR_ONLY + (claims.VLA if isinstance(vla, list) and vla else ()):
+    for c in primary.PRIMARY + claims.ABLATION + claims.ANCHOR_ONLY + claims.VLA:
         assert page.count(f"\n| {c.id} |") == 1, c.id
     assert "\n| C1-C2 |" not in page and "superseded by the primary family: [01_main_table]" in page
     runs = add_totals(load_runs("small", RESULTS, seeds=[0, 1, 2]))

@@ -52,6 +52,7 @@ __all__ = [
     "provenance_table",
     "save_claims",
     "save_figure",
+    "save_findings",
     "save_results",
     "use_style",
     "variant_folders",
@@ -257,6 +258,21 @@ def save_claims(table: pd.DataFrame, cfg: NotebookConfig, title: str, sentences=
     return save_results(frame, cfg.notebook, cfg, subdir)
 
 
+def save_findings(sentences, cfg: NotebookConfig, title: str) -> Path:
+    """Declare the closing ``sentences`` of a notebook that has numbers rather than claims (FINDINGS.md
+    prints them under its ``title``), in ``claims/<preset>/<notebook>.json`` beside the declared claims;
+    an unchanged declaration is not rewritten."""
+    sentences = [str(s) for s in sentences]
+    if not isinstance(title, str) or not title.strip():
+        raise ParameterError("save_findings needs the notebook's title (a few words: what it shows)")
+    subdir = CLAIMS_SUBDIR.format(preset=cfg.preset)
+    path = cfg.results_dir / subdir / f"{cfg.notebook}.json"
+    found = {"title": title, "sentences": sentences}
+    if path.is_file() and _sidecar(path).is_file() and json.loads(path.read_text()) == found:
+        return path
+    return save_results(found, cfg.notebook, cfg, subdir)
+
+
 @dataclass(frozen=True)
 class Declared:
     """One notebook's declared claims (:func:`save_claims`): its title, its claims table, its sentences
@@ -268,7 +284,7 @@ class Declared:
 
 
 def declared_claims(results_dir: str | Path, preset: str) -> dict[str, Declared]:
-    """Every claims table :func:`save_claims` wrote at ``preset``, by notebook."""
+    """Every declaration :func:`save_claims` and :func:`save_findings` wrote at ``preset``, by notebook."""
     folder = Path(results_dir) / CLAIMS_SUBDIR.format(preset=preset)
     out = {}
     for path in sorted(folder.glob("*.parquet")):
@@ -276,6 +292,9 @@ def declared_claims(results_dir: str | Path, preset: str) -> dict[str, Declared]
         title = str(frame.pop("title").iloc[0]) if len(frame) else path.stem
         found = frame.pop("findings").iloc[0] if "findings" in frame and len(frame) else ""
         out[path.stem] = Declared(title, frame.set_index("claim"), found.split("\n") if found else [])
+    for path in sorted(p for p in folder.glob("*.json") if not p.name.endswith(".provenance.json")):
+        found = json.loads(path.read_text())
+        out[path.stem] = Declared(found["title"], pd.DataFrame(), found["sentences"])
     return out
 
 

@@ -1,12 +1,11 @@
 """``RESULTS.md``: every claim of the paper, ours beside it, and what each notebook shows, from ``results/``.
 
-Written by ``python -m wmrl.reproduce`` (also with ``--replay-only``) after the notebooks replay. The
-paper's tables (notebooks 01-03, 06) and the sentences of notebooks 00, 04 and 05 come from the same
-library calls the notebooks make (:mod:`~wmrl.experiments.claims`, :mod:`~wmrl.experiments.findings`);
-every other notebook's claims and sentences are the ones it declared
-(:func:`~wmrl.experiments.notebook.save_claims`), so the page, the notebooks and the numbers agree and a
-new notebook reaches the page with no edit here. The page carries no date or commit (those are in each
-result's provenance), so replaying unchanged results rewrites it identically.
+Written by ``python -m wmrl.reproduce`` (also with ``--replay-only``) after the notebooks replay, from
+what each notebook declared (:func:`~wmrl.experiments.notebook.save_claims`: its claims table and
+closing sentences; :func:`~wmrl.experiments.notebook.save_findings`: sentences alone), so the page,
+the notebooks and the numbers agree and a new notebook reaches the page with no edit here. Notebook
+07's section and the noise section are computed here, from the runs. The page carries no date or
+commit (those are in each result's provenance), so replaying unchanged results rewrites it identically.
 """
 
 from __future__ import annotations
@@ -17,25 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.experiments import claims, findings, llm_agent, noise
-from wmrl.experiments.collect import load_runs, load_table
+from wmrl.experiments import claims, llm_agent, noise
+from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.notebook import declared_claims
-from wmrl.experiments.wm_profile import summary_table
 from wmrl.presets import notebook_params
-from wmrl.vla.results import history_table, runs_table
 
 __all__ = ["FINDINGS_PAGE", "README_BEGIN", "README_END", "findings_page", "in_short", "results_page", "verdict",
            "write_readme_summary", "write_results_page"]
-
-#: (notebook, its claims, its main figure) in the page's order; the claims the paper lacks are marked.
-SECTIONS = (
-    ("01_main_table", claims.MAIN, "01_main_table.png", "Table 1: WMRL, GRPO, a pure world model"),
-    ("02_ablations", claims.ABLATION, "02_ablations.png", "Table 3: which correction carries WMRL"),
-    ("03_anchor_only", claims.ANCHOR_ONLY, "03_anchor_only.png", "the arm the paper lacks: the anchors alone"),
-    ("06_vla", claims.VLA, "06_vla_success.png", "Table 2: the embodied transfer, VLA analog"),
-)
-
 
 #: The primary family of claims: the notebook whose claims answer "does WMRL work at this scale?", declared
 #: before its runs (``notebooks/_primary.py``); until its claims exist, Table 1's (:data:`TABLE1`) stand in.
@@ -86,16 +74,6 @@ def _train_runs(results: Path, preset: str, seeds) -> pd.DataFrame | None:
         return add_totals(load_runs(preset, results, seeds=seeds))
     except FileNotFoundError:
         return None
-
-
-def _vla_results(results: Path, preset: str, seeds) -> list[dict] | str:
-    """The VLA runs of ``seeds`` (as :func:`wmrl.vla.results.load_results` reads them); a message when they cannot be read."""
-    from wmrl.vla.results import load_results
-
-    try:
-        return [r for r in load_results(results, preset) if r["seed"] in seeds]
-    except FileNotFoundError as e:  # e.g. results in a layout the reader no longer accepts
-        return str(e)
 
 
 def _llm_agent(results: Path, preset: str) -> list[str] | None:
@@ -176,41 +154,11 @@ def _read(results: str | Path, preset: str) -> _Read:
     seeds = params["SEEDS"]
     out = _Read(preset, params)
     runs = _train_runs(results, preset, seeds)
-    found = _vla_results(results, preset, seeds)
-    vla = found if isinstance(found, str) else runs_table(found) if found else None
     paragraphs, tables = out.paragraphs, out.tables
-    for notebook, claim_list, _figure, title in SECTIONS:
-        data = vla if notebook == "06_vla" else runs
-        if isinstance(data, str):
-            paragraphs[notebook] = (title, [f"Its results could not be read: {data}"])
-            continue
-        have = set(data.arm) if data is not None else set()
-        chosen = [c for c in claim_list if {c.a, c.b} <= have]
-        if not chosen:
-            paragraphs[notebook] = (title, [f"No results of preset `{preset}` yet: run `python -m wmrl.reproduce`."])
-            continue
-        table = claims.evaluate_claims(data, chosen)
-        tables[notebook] = table
-        paragraphs[notebook] = (title, claims.what_we_see(table)
-                                + (findings.vla_hacking(history_table(found)) if notebook == "06_vla" else []))
-    theory = results / "theory"
-    if (theory / "thm3_curves.parquet").is_file():
-        paragraphs["00_theory"] = ("Theorems 3-4, Lemma 12, Assumption 6 on a synthetic problem",
-                                   findings.theory_findings(theory))
-    if runs is not None and {"grpo", "wmrl"} <= set(runs.arm):
-        paragraphs["04_compute"] = ("where the compute goes", findings.compute_findings(
-            runs[runs.arm.isin(params.get("COMPUTE_ARMS", runs.arm.unique()))]))
-    fixed = results / "fidelity" / preset / "static_rows.parquet"
-    if fixed.is_file() and runs is not None and "wmrl" in set(runs.arm):
-        sentences = findings.fidelity_findings(pd.read_parquet(fixed), load_table(runs[runs.arm == "wmrl"], "steps"))
-        profile = fixed.with_name("profile_rows.parquet")
-        if profile.is_file():
-            sentences += findings.profile_findings(summary_table(pd.read_parquet(profile)))
-        paragraphs["05_world_model_fidelity"] = ("the world model's fidelity", sentences)
-    for notebook, d in declared_claims(results, preset).items():  # notebooks 08-13's and every new ablation's
-        if notebook not in tables and not d.table.empty:
+    for notebook, d in declared_claims(results, preset).items():  # every notebook's but 07's, and new ablations'
+        if not d.table.empty:
             tables[notebook] = d.table
-            paragraphs[notebook] = (d.title, d.sentences or claims.what_we_see(d.table))
+        paragraphs[notebook] = (d.title, d.sentences if d.sentences or d.table.empty else claims.what_we_see(d.table))
     out.llm = _llm_agent(results, preset)
     if runs is not None and "untrained" in set(runs.arm) and runs[runs.arm == "untrained"].seed.nunique() > 1:
         out.noise = _noise_section(runs)
@@ -272,7 +220,7 @@ def _render_results(read: _Read) -> str:
         lines += [PRIMARY_HEADING, "",
                   "Table 1: WMRL, GRPO and a pure world model ([figure](figures/01_main_table.png)).", ""]
     lines += (CLAIMS_HEADER + _claims_rows(primary, name)) if primary is not None else [
-        read.paragraphs.get(name, ("", ["No runs yet."]))[1][0]]
+        f"No results of preset `{read.preset}` yet: run `python -m wmrl.reproduce`."]
     lines.append("")
     known = {name, TABLE1} | {n for _, _, notebooks in FAMILIES for n in notebooks}
     for heading, about, notebooks in FAMILIES:
