@@ -40,7 +40,7 @@ from wmrl.experiments.stats import (
 )
 
 __all__ = ["ABLATION", "ANCHOR_ONLY", "LLM", "MAIN", "VLA", "Claim", "MatchedCompute", "claims_display",
-           "claims_table", "evaluate_claims", "what_we_see"]
+           "evaluate_claims", "what_we_see"]
 
 
 @dataclass(frozen=True)
@@ -226,11 +226,6 @@ def claims_display(table: pd.DataFrame) -> pd.DataFrame:
     if table.note.astype(bool).any():
         out["note"] = table.note
     return out
-
-
-def claims_table(runs: pd.DataFrame, claims) -> pd.DataFrame:
-    """:func:`claims_display` of :func:`evaluate_claims`: the printable table in one call."""
-    return claims_display(evaluate_claims(runs, claims))
 
 
 def _direction(r) -> str:

@@ -25,8 +25,6 @@ __all__ = [
     "ANCHOR_SHARE_TEXT",
     "ARM_TO_PAPER",
     "CATEGORY_REGRESSIONS",
-    "CITATION",
-    "ETA2_CAL",
     "PAPER_SCALE",
     "TABLE1",
     "TABLE2",
@@ -38,8 +36,6 @@ __all__ = [
     "table3_with_grpo",
     "versus",
 ]
-
-CITATION = "WMRL (arXiv 2608.12564)"
 
 #: Table 1: GPU-hours (None where the paper gives none) and held-out Avg (leaderboard percentile).
 TABLE1 = pd.DataFrame(
@@ -89,7 +85,6 @@ ABLATION_ARMS = ("mix", "ivd", "od", "wmrl")
 
 ANCHOR_SHARE_TEXT = 0.10  # Sec. 3.3, footnote 2: "about 10% of all groups"
 ANCHOR_SHARE_APPENDIX = 1 / 8  # App. D: 8 groups per step, at least one executed
-ETA2_CAL = 0.96  # the calibrated residual recorded at the end of warm-up (Sec. 3.5)
 
 #: The paper's training shape (Sec. 4.1 / App. D), what the cost model projects to.
 PAPER_SCALE = {"groups_per_step": 8, "group_size": 8, "max_turns": 4, "timeout_s": 1200.0,

@@ -32,7 +32,6 @@ from scipy import optimize, stats
 __all__ = [
     "ALPHA",
     "POWER",
-    "VERDICTS",
     "arm_summary",
     "arm_table",
     "fmt_ci",
@@ -47,7 +46,6 @@ __all__ = [
 
 ALPHA = 0.05  # two-sided level of every interval and test (95% intervals)
 POWER = 0.80  # the power at which a detectable difference is quoted
-VERDICTS = ("reproduced", "fails", "inconclusive")
 
 
 def mean_ci(values, confidence: float = 1 - ALPHA) -> tuple[float, float, float]:
