@@ -55,7 +55,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from wmrl.experiments import costs, findings, paper, plots, stats
+from _compute import compute_findings  # beside this notebook
+from wmrl.experiments import costs, paper, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
 from wmrl.ledger import COMPONENTS
 
@@ -273,10 +274,10 @@ else:
 # %% [markdown]
 # ## What we see
 #
-# Computed from the tables above (`findings.compute_findings`).
+# Computed from the tables above (`_compute.compute_findings`).
 
 # %% tags=["nbval-check-output"]
-SENTENCES = findings.compute_findings(runs)
+SENTENCES = compute_findings(runs)
 nb.save_findings(SENTENCES, cfg, "where the compute goes")  # for FINDINGS.md
 print("\n".join(SENTENCES))
 

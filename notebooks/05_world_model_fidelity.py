@@ -85,7 +85,7 @@ from sklearn.isotonic import IsotonicRegression
 from wmrl.agent.habits import sample_items
 from wmrl.arms import get_arm
 from wmrl.config import MethodConfig
-from wmrl.experiments import findings, plots
+from wmrl.experiments import plots
 from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
 from wmrl.presets import run_config
 from wmrl.step import ivd_warmup_groups
@@ -413,7 +413,7 @@ print(summary.to_string())
 # tuning set.
 
 # %% tags=["nbval-check-output"]
-from wmrl.experiments.wm_profile import summary_table
+from wmrl.experiments.wm_profile import fidelity_findings, profile_findings, summary_table
 
 try:
     profile_rows = nb.load_results("profile_rows", cfg, SUB)
@@ -438,11 +438,11 @@ if profile_rows is not None:
 # %% [markdown]
 # ## What we see
 #
-# Computed from the tables above (`findings.fidelity_findings`, `findings.profile_findings`).
+# Computed from the tables above (`wm_profile.fidelity_findings`, `wm_profile.profile_findings`).
 
 # %% tags=["nbval-check-output"]
-SENTENCES = findings.fidelity_findings(rows, steps) + (
-    findings.profile_findings(summary_table(profile_rows)) if profile_rows is not None else [])
+SENTENCES = fidelity_findings(rows, steps) + (
+    profile_findings(summary_table(profile_rows)) if profile_rows is not None else [])
 nb.save_findings(SENTENCES, cfg, "the world model's fidelity")  # for FINDINGS.md
 print("\n".join(SENTENCES))
 

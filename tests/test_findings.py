@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wmrl.experiments.findings import profile_findings, vla_hacking
+from notebooks._vla import vla_hacking
+from wmrl.experiments.wm_profile import profile_findings
 
 
 def _history(arm: str, progress, success, auc) -> pd.DataFrame:

@@ -9,7 +9,8 @@
   :mod:`~wmrl.experiments.curves` (learning curves, compute to reach a score),
   :mod:`~wmrl.experiments.noise` (evaluation vs training noise), :mod:`~wmrl.experiments.costs`
   (compute accounting), :mod:`~wmrl.experiments.plots` (the figures' visual language),
-  :mod:`~wmrl.experiments.findings` (notebook sentences), :mod:`~wmrl.experiments.paper` (the
+  :mod:`~wmrl.experiments.wm_profile` (notebook 05's readout: its helper beside it is a script that
+  loads the trainer), :mod:`~wmrl.experiments.paper` (the
   paper's numbers), :mod:`~wmrl.experiments.results_page` (``RESULTS.md``, from the notebooks'
   declared claims).
 

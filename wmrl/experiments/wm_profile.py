@@ -1,4 +1,4 @@
-"""The program-analysis world model's error profile, summarised: notebook 05's table and RESULTS.md's.
+"""Notebook 05's readout: the program-analysis world model's error profile summarised, and its sentences.
 
 The measurement itself (the trained and the untrained agent's scripts, executed once and
 predicted by both profiles) and the tuning of the ``paper`` profile's constants are notebook 05's
@@ -11,7 +11,7 @@ import pandas as pd
 
 from wmrl.world_model.fidelity import fidelity_summary
 
-__all__ = ["SUMMARY_COLUMNS", "summary_table"]
+__all__ = ["SUMMARY_COLUMNS", "fidelity_findings", "profile_findings", "summary_table"]
 
 SUMMARY_COLUMNS = ["n", "real_ok_rate", "pred_ok_rate", "status_accuracy", "mae", "mean_error", "spearman",
                    "within_group_spearman", "n_groups"]
@@ -23,3 +23,43 @@ def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
     keys = ["agent", "tasks", "profile"]
     return pd.DataFrame([{**dict(zip(keys, k)), **{c: fidelity_summary(d)[c] for c in SUMMARY_COLUMNS}}
                          for k, d in rows.groupby(keys, sort=False)]).set_index(keys)
+
+
+def fidelity_findings(rows: pd.DataFrame, steps: pd.DataFrame) -> list[str]:
+    """Notebook 05's findings: the world model on a fixed set of scripts, and on the anchors during training."""
+    from scipy.stats import spearmanr
+
+    pred_ok, real_ok = (rows.pred_status == "ok").mean(), (rows.real_status == "ok").mean()
+    rho = spearmanr(rows.pred_reward, rows.real_reward).statistic
+    tone = ("pessimistic, unlike the paper's DEFAULT-TO-PASS LLM world model" if pred_ok < real_ok else
+            "optimistic, as the paper's DEFAULT-TO-PASS LLM world model is" if pred_ok > real_ok else
+            "neither optimistic nor pessimistic about valid runs")
+    late = steps[steps.step >= steps.step.max() / 2]
+    per_seed = late.groupby("seed").fid_spearman.mean()
+    last = steps[steps.step == steps.step.max()]
+    return [
+        (f"On {len(rows)} fixed scripts the program-analysis world model ranks scripts with Spearman {rho:.2f} and is "
+         f"{tone}: it predicts a valid run for {100 * pred_ok:.0f}% of them against {100 * real_ok:.0f}% real."),
+        (f"During WMRL training its within-anchor Spearman in the second half of the run is "
+         f"{per_seed.mean():.2f} (per seed {', '.join(f'{v:.2f}' for v in per_seed)}), and at the last step "
+         f"rho = {last.rho.mean():.2f} over {last.seed.nunique()} seeds."),
+    ]
+
+
+def profile_findings(summary: pd.DataFrame) -> list[str]:
+    """Notebook 05's reading of the two error profiles (``pessimistic``, then ``paper``) on each
+    agent's scripts, from :func:`summary_table`."""
+    out = []
+    for (agent, tasks), d in summary.groupby(level=["agent", "tasks"], sort=False):
+        if "(not tuned on)" in tasks or not {"paper", "pessimistic"} <= set(d.index.get_level_values("profile")):
+            continue
+        pap, pes = d.xs("paper", level="profile").iloc[0], d.xs("pessimistic", level="profile").iloc[0]
+        out.append(
+            f"On the {agent} agent's {int(pap.n)} scripts of the {'held-out' if tasks == 'heldout' else 'training'} "
+            f"tasks ({pap.real_ok_rate:.0%} run to a valid submission), the paper profile predicts {pap.pred_ok_rate:.0%} "
+            f"valid (pessimistic: {pes.pred_ok_rate:.0%}), a mean reward error of {pap.mean_error:+.3f} "
+            f"(pessimistic: {pes.mean_error:+.3f}; > 0 is optimistic) and "
+            + (f"a within-group Spearman of {pap.within_group_spearman:.2f} (pessimistic: "
+               f"{pes.within_group_spearman:.2f})." if pap.n_groups else
+               "no within-group Spearman (no group of 3 scripts or more with different real rewards)."))
+    return out
