@@ -157,8 +157,6 @@ LLM = (
 )
 
 
-
-
 def _table2(a: str, b: str) -> str:
     t = paper.TABLE2.set_index("arm").overall
     return f"{t[a]:.1f} vs {t[b]:.1f} ({t[a] - t[b]:+.1f})"
