@@ -145,7 +145,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 12_confirmatory: seeds no notebook trained or looked at before its claims were fixed
                   "CONFIRM_SEEDS": [3, 4, 5],
                   # 13_primary: the primary family's seeds, which no other notebook trains, analysed in two
-                  # looks (8 seeds, then all 12; wmrl.experiments.primary)
+                  # looks (8 seeds, then all 12; notebooks/_primary.py)
                   "PRIMARY_SEEDS": list(range(6, 18)), "PRIMARY_LOOKS": [8, 12],
                   # 09_exploit_stress: 12 runs of about 3 minutes (the exploited scripts time out when executed)
                   **_STRESS, **_LLM_AGENT["small"]},
