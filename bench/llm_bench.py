@@ -63,7 +63,7 @@ def runnable_rate(folder, contract: str, tasks, samples: int, max_new_tokens: in
             "mean_reward": float(np.mean([t.real_reward for t in trajs])),
             "generated_tokens": gen.tokens_out, "generation_s": float(totals.loc["generation", "actual_s"]),
             "tokens_per_s": gen.tokens_out / max(float(totals.loc["generation", "actual_s"]), 1e-9),
-            "examples": [{"task": t.task.name, "status": s, "reason": t.turns[0].real.reason if t.turns[0].real else "",
+            "examples": [{"task": t.task.name, "status": s, "reason": t.turns[0].real.reason if t.turns[0].real else t.turns[0].reason,
                           "reply": t.turns[0].reply[:800]} for t, s in list(zip(trajs, status))[:3]]}
 
 
