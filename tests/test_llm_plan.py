@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from wmrl.agent.grammar import SLOTS, baseline_choices, random_choices, render
 from wmrl.agent.habits import habit_choices
 from wmrl.agent.llm.plan import INCIDENTAL, PlanError, design_keys, parse_plan, plan_text
-from wmrl.agent.llm.prompt import feedback_message, task_messages
+from wmrl.agent.llm.prompt import PLAN_COLUMNS, feedback_message, plan_description, task_messages
 from wmrl.agent.llm.solution import solution_for
 from wmrl.sandbox import SandboxFacts
 
@@ -100,12 +102,34 @@ def test_the_plan_prompt_lists_the_tasks_keys_and_open_options_and_no_files_or_c
     system, user = task_messages(task, "plan", LAPTOP)
     text = user["content"]
     assert "plan only" in system["content"] and "code only" not in system["content"]
-    assert task.description.strip() in text and "Time limit: 7 s of CPU time" in text
+    assert plan_description(task) in text and "Time limit: 7 s of CPU time" in text
     assert "## Files in DATA_DIR" not in text and "```python" not in text and "No internet" not in text
+    assert "## Submission format" not in text and "Hardware:" not in text
     assert "model=dummy|linear|knn|tree|forest|boosting|svm:" in text  # naive_bayes has no regressor
     assert "Reply with the 5 lines only." in text
     assert "Change the plan" in feedback_message("status: timeout", 1, 2, "plan")["content"]
     assert "Change" not in feedback_message("status: timeout", 2, 2, "plan")["content"]
+
+
+def test_the_plan_description_keeps_what_a_choice_needs_in_fewer_words(pool):
+    ames = pool["ames_house_prices"]
+    text = plan_description(ames)
+    full = ames.description
+    assert len(text) < len(full) / 3
+    assert text.split("## Columns")[0] == full.split("## Columns")[0].replace(
+        next(ln + "\n" for ln in full.splitlines() if ln.startswith("- sample_submission")), "")
+    columns = [ln for ln in full.split("## Columns")[1].split("\n## ")[0].splitlines() if ln.startswith("- ")]
+    shown = text.split("## Columns")[1].split("\n## ")[0].strip().splitlines()
+    target = next(ln for ln in columns if ln.startswith(f"- {ames.target_column}:"))
+    assert target in shown and columns[0] in shown  # the target and the id in full
+    features = [ln for ln in shown[:-1] if ln.endswith(("numeric", "categorical", "missing values"))]
+    assert len(features) == PLAN_COLUMNS and all(": " in ln and "from" not in ln for ln in features)
+    counted = sum(int(n) for n in re.findall(r"(\d+) more", shown[-1]))
+    assert shown[-1].startswith("- and ") and counted + PLAN_COLUMNS + 2 == len(columns)  # every column accounted for
+    assert ("missing values" in text) == ("missing" in full.split("## Columns")[1].split("\n## ")[0])
+    penguins = plan_description(pool["penguin_species"])
+    assert "numeric with missing values" in penguins and "## Submission format" not in penguins
+    assert "## Evaluation" in penguins and "## Overview" in penguins
 
 
 def test_the_warm_starts_plan_targets_are_the_habits_plans_of_the_training_tasks(pool):

@@ -70,7 +70,30 @@ def test_the_task_paired_interval_is_the_student_t_interval_of_the_per_task_diff
     assert (t.loc["L2", "lo"], t.loc["L2", "hi"]) == (pytest.approx(lo), pytest.approx(hi))
     assert (t.loc["L2", "first ahead"], t.loc["L2", "tied"], t.loc["L2", "second ahead"]) == (2, 0, 1)
     assert t.loc["L2", "pairs"] == 3 and t.loc["L2", "verdict over tasks"] == "inconclusive"
-    assert set(t.index) == {"L0", "L1", "L2", "L3", "L4"}
+    assert set(t.index) == {"L0", "L1", "L1-wm", "L1-wmrl", "L2", "L3", "L4"}
+    assert t.loc["L2", "p"] == pytest.approx(sps.ttest_1samp(d, 0).pvalue)
+    # Holm within the declared family (L1, L1-wm, L1-wmrl) and, apart, within the rest (L0, L2-L4)
+    from statsmodels.stats.multitest import multipletests
+
+    for family in (["L1", "L1-wm", "L1-wmrl"], ["L0", "L2", "L3", "L4"]):
+        expected = multipletests(t.loc[family, "p"].to_numpy(), method="holm")[1]
+        assert t.loc[family, "p_holm"].to_numpy() == pytest.approx(expected)
+
+
+def test_a_task_paired_verdict_needs_the_holm_adjusted_p_below_the_level():
+    rows, wmrl = [], (2.0, -0.6, 1.5, -0.1, 1.0, 0.2)  # wmrl - sft: p = 0.034 alone, 0.068 after Holm (x2)
+    for seed in (0, 1):
+        for i, task in enumerate("abcdef"):
+            rows += [{"arm": "sft", "seed": seed, "task": task, "percentile": 10.0 + i},
+                     {"arm": "grpo", "seed": seed, "task": task, "percentile": 14.0 + i + 0.5 * (-1) ** i},
+                     {"arm": "wm", "seed": seed, "task": task, "percentile": 10.6 + i + 1.5 * (-1) ** i},
+                     {"arm": "wmrl", "seed": seed, "task": task, "percentile": 10.0 + i + wmrl[i]}]
+    t = la.task_paired(pd.DataFrame(rows))
+    assert t.loc["L1", "verdict over tasks"] == "reproduced" and t.loc["L1", "p_holm"] < 0.05
+    assert t.loc["L1-wm", "verdict over tasks"] == "inconclusive"
+    unadjusted = t.loc["L1-wmrl"]
+    assert unadjusted.lo > 0 and unadjusted.p < 0.05  # its own interval excludes 0 ...
+    assert unadjusted.p_holm >= 0.05 and unadjusted["verdict over tasks"] == "inconclusive"  # ... Holm's does not
 
 
 def test_anchor_fidelity_is_the_pairs_error_and_rank_correlation_and_the_mean_status_accuracy(llm_runs):

@@ -99,7 +99,7 @@ QUICKSTART = (
     ("make reproduce-beyond", "notebooks 09, 10, 12 and new ablations (after make reproduce)", "beyond"),
     ("make reproduce-primary", "notebook 13: the primary family, declared in advance, at 12 new seeds in two looks",
      "primary"),
-    ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, one seed", "llm"),
+    ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, three seeds", "llm"),
     (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
      "run:wmrl/seed0"),
 )

@@ -7,17 +7,16 @@ when the preset has one) and the trained arms. What is read from them was decide
 
 - **held-out Avg** (the paper's metric) and the **held-out ok rate** (the share of held-out
   samples with a turn that ran ok) per arm, and each arm's percentile per held-out task;
-- **the claims** (:data:`wmrl.experiments.claims.LLM`) seed-paired as everywhere (with one seed
-  they are inconclusive by construction), and beside them the same differences paired over the
-  held-out tasks at the final evaluation (:func:`task_paired`): an interval over the tasks the
-  agent is scored on, *given its one training run*. It measures how consistently one run beats
-  another across tasks, not how a second seed would come out;
+- **the claims** (:data:`wmrl.experiments.claims.LLM`) seed-paired as everywhere, and beside them
+  the primary analysis: the same differences paired over the held-out tasks and seeds at the final
+  evaluation (:func:`task_paired`), with Holm's correction within the L1 family
+  (:data:`~wmrl.experiments.claims.LLM_LEARNS`: does each trained arm improve on its start?);
 - **the training signal** per step (:func:`step_table`): the reward the update saw, the real ok
   rate of the executed groups, the reply length in tokens, turns, malformed replies, KL, entropy;
 - **the compute** (:func:`compute_breakdown`): measured seconds per component (generation, world
   model, execution, update), the generation share, and the world model's seconds per scored
   solution against execution's seconds per run;
-- **the LLM world model**: on the anchor pairs (the groups both predicted and executed), the raw
+- **the world model**: on the anchor pairs (the groups both predicted and executed), the raw
   and calibrated score against the real reward (:func:`anchor_fidelity`); how often its reply
   could not be parsed and its verdict defaulted to PASS (:func:`world_model_counts`).
 """
@@ -33,10 +32,10 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from wmrl.arms import get_arm
-from wmrl.experiments.claims import LLM, evaluate_claims, what_we_see
+from wmrl.experiments.claims import LLM, LLM_LEARNS, evaluate_claims, what_we_see
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.costs import compute_table
-from wmrl.experiments.stats import fmt_ci, mean_ci, verdict
+from wmrl.experiments.stats import ALPHA, fmt_ci, holm, mean_ci, t_test_p, verdict
 from wmrl.world_model.llm import stat_rates
 
 __all__ = ["STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "anchor_pairs", "compute_breakdown",
@@ -65,26 +64,45 @@ def per_task(final: pd.DataFrame, arms) -> pd.DataFrame:
     return t[[a for a in arms if a in t.columns]]
 
 
-def task_paired(final: pd.DataFrame, claims=LLM) -> pd.DataFrame:
+def task_paired(final: pd.DataFrame, claims=LLM, families=(LLM_LEARNS,)) -> pd.DataFrame:
     """Each claim's difference (points) paired over held-out tasks and seeds at the final evaluation.
 
     Per (seed, task) of ``final`` (:func:`final_evals`): the two arms' avg@k percentiles, differenced.
-    Reported: the mean with its 95% Student-t interval over those pairs, the verdict that interval gives on the paper's side
-    (:func:`~wmrl.experiments.stats.verdict`), and on how many the first arm of the comparison is
-    ahead, tied or behind. An interval over the tasks of one training run, not over training runs.
+    Reported: the mean with its 95% Student-t interval over those pairs, the two-sided p-value, on
+    how many pairs the first arm of the comparison is ahead, tied or behind, and the verdict on the
+    paper's side (:func:`~wmrl.experiments.stats.verdict`) after Holm's correction within the claim's
+    family: each of ``families`` (claim ids) is one family, every other claim is a family with the
+    rest. The pairs share training runs (a run is scored on every task), so the interval is over the
+    tasks and seeds the agent is scored on, given those runs.
     """
     last = final.set_index(["arm", "seed", "task"]).percentile
     rows = []
     for c in claims:
         if c.op != "diff" or not {c.a, c.b} <= set(final.arm):
             continue
-        d = (last.loc[c.a] - last.loc[c.b]).dropna()
-        m, lo, hi = mean_ci(d.to_numpy())
+        d = (last.loc[c.a] - last.loc[c.b]).dropna().to_numpy()
+        m, lo, hi = mean_ci(d)
         rows.append({"claim": c.id, "comparison": c.label, "over tasks (95% CI)": fmt_ci(m, lo, hi, 1),
                      "mean": m, "lo": lo, "hi": hi, "pairs": len(d), "first ahead": int((d > 0).sum()),
-                     "tied": int((d == 0).sum()), "second ahead": int((d < 0).sum()),
-                     "verdict over tasks": verdict(lo, hi, c.expect)})
-    return pd.DataFrame(rows).set_index("claim") if rows else pd.DataFrame()
+                     "tied": int((d == 0).sum()), "second ahead": int((d < 0).sum()), "p": t_test_p(d),
+                     "expect": c.expect})
+    if not rows:
+        return pd.DataFrame()
+    out = pd.DataFrame(rows).set_index("claim")
+    family = pd.Series("rest", index=out.index)
+    for i, ids in enumerate(families):
+        family[family.index.isin(ids)] = f"family {i}"
+    out["p_holm"] = np.nan
+    for ids in family.groupby(family).groups.values():
+        out.loc[ids, "p_holm"] = holm(out.loc[ids, "p"].fillna(1.0).to_numpy())
+    out["verdict over tasks"] = [_holm_verdict(r) for _, r in out.iterrows()]
+    return out.drop(columns="expect")
+
+
+def _holm_verdict(r) -> str:
+    """The interval's verdict, kept only where the Holm-adjusted p-value is below the level too."""
+    v = verdict(r.lo, r.hi, r.expect)
+    return v if r.p_holm < ALPHA or v == "inconclusive" else "inconclusive"
 
 
 def step_table(runs: pd.DataFrame) -> pd.DataFrame:

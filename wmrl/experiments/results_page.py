@@ -88,8 +88,8 @@ def _llm_agent(results: Path, preset: str) -> list[str] | None:
     r = llm_agent.readout(runs, arms)
     lines = ["## The language-model agent", "",
              (f"[07_llm_agent](notebooks/07_llm_agent.ipynb): SmolLM2-135M-Instruct, GRPO on TRL, preset "
-              f"`{llm_preset}`, seeds {sorted(set(runs.seed))}; not counted above (one seed). Last column: paired over "
-              "held-out tasks."),
+              f"`{llm_preset}`, seeds {sorted(set(runs.seed))}; not counted above (its own runs). Last column: the "
+              "primary analysis, paired over held-out tasks and seeds, Holm within the L1 family."),
              "", "| claim | statement | paper | ours (95% CI) | verdict | over tasks (95% CI) |",
              "|---|---|---|---|---|---|"]
     shown = claims.claims_display(r.claims)

@@ -51,14 +51,14 @@ INCIDENTAL = ("train_file", "target", "api", "data_use", "submission")
 
 #: What each design key decides, in the prompt's words (the options speak for themselves).
 _GLOSS = {
-    "categorical": "non-numeric columns: drop, one-hot, ordinal codes, or as they are",
-    "preprocess": "median imputation and/or standard scaling",
-    "text_features": "TF-IDF on words or characters, hashing, or counts",
-    "ngram": "up to 1, 2 or 3 words (characters: 3, 4 or 5)",
-    "image_features": "32x32 pixels, 12x12 thumbnails, or intensity statistics",
+    "categorical": "non-numeric columns",
+    "preprocess": "imputation, scaling",
+    "text_features": "text to features",
+    "ngram": "n-gram range",
+    "image_features": "image to features",
     "model": "model family",
-    "capacity": "hyperparameter size; huge is far over the time limit except on tiny data",
-    "validation": "a check before the final fit: none, 20% holdout, 5-fold cross-validation",
+    "capacity": "size; huge exceeds the time limit unless the data are tiny",
+    "validation": "a check before the final fit",
 }
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*$")
 _SLOT = {s.name: s for s in SLOTS}

@@ -18,18 +18,24 @@ Three solution contracts (:data:`CONTRACTS`):
   (:func:`wmrl.agent.llm.solution.assemble`) reads the files and writes the submission;
 - ``plan`` (a departure, for models that can choose but not code): a few ``key=value`` lines of
   the grammar's design decisions (:mod:`wmrl.agent.llm.plan`), which the grammar's renderer turns
-  into the script. The prompt lists the keys and their options for the task and leaves out the
-  files' columns and the libraries (the renderer reads the files and writes the imports; the
-  description still names the columns).
+  into the script. The prompt lists the keys and their options for the task and leaves out what
+  only code needs (the files' inventory, the libraries, the submission format: the renderer reads
+  the files, writes the imports and the submission); the description's column list is cut to its
+  first :data:`PLAN_COLUMNS` columns and a count of the rest by kind (:func:`plan_description`),
+  since the prompt's length is what a step's update pays for, on every trajectory.
 """
 
 from __future__ import annotations
+
+import re
+from collections import Counter
 
 from wmrl.agent.llm.plan import design_keys, plan_lines
 from wmrl.sandbox import SandboxFacts
 from wmrl.sandbox import library_versions as sandbox_library_versions
 
-__all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "prediction_spec", "sandbox_lines", "task_messages"]
+__all__ = ["CONTRACTS", "PLAN_COLUMNS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "plan_description",
+           "prediction_spec", "sandbox_lines", "task_messages"]
 
 CONTRACTS = ("script", "fit_predict", "plan")
 
@@ -37,6 +43,52 @@ _SYSTEM = ("You are a research agent in a machine-learning competition. You writ
            "on the competition's data and predicts the test set. Reply with code only.")
 _SYSTEM_PLAN = ("You are a research agent in a machine-learning competition. You choose how a solution trains a "
                 "model on the competition's data and predicts the test set. Reply with the plan only.")
+
+
+#: Columns a plan prompt lists one by one (the target is always listed); the rest are counted by kind.
+PLAN_COLUMNS = 4
+_SECTION = re.compile(r"\n(?=## )")
+_KIND = re.compile(r"(numeric|categorical|free text)\b")
+
+
+def _column_kind(text: str) -> str | None:
+    """A feature column's kind from its description line (``numeric``, ``categorical``, ``free text``, with
+    ``with missing values`` where some are); ``None`` for a line that is not a feature's (the id, a path)."""
+    m = _KIND.match(text)
+    if m is None:
+        return None
+    return m.group(1) + (" with missing values" if "missing" in text else "")
+
+
+def plan_description(task) -> str:
+    """The task's description as a plan prompt shows it, in fewer tokens: the files' row counts without
+    the sample submission, each feature column's kind without its range or values, at most
+    :data:`PLAN_COLUMNS` of them and a count of the rest by kind, the target line in full, and no
+    submission format."""
+    kept = []
+    for section in _SECTION.split(task.description.strip()):
+        head, *lines = section.split("\n")
+        if head.startswith("## Submission format"):
+            continue
+        if head.startswith("## Files"):
+            lines = [ln for ln in lines if not ln.startswith("- sample_submission")]
+        if head.startswith("## Columns"):
+            shown, listed, rest = [], 0, Counter()
+            for ln in lines:
+                name, _, text = ln[2:].partition(":") if ln.startswith("- ") else ("", "", "")
+                kind = _column_kind(text.strip()) if name != task.target_column else None
+                if kind is None:
+                    shown.append(ln)
+                elif listed < PLAN_COLUMNS:
+                    shown.append(f"- {name}: {kind}")
+                    listed += 1
+                else:
+                    rest[kind] += 1
+            if rest:
+                shown.append("- and " + ", ".join(f"{n} more {kind}" for kind, n in rest.most_common()))
+            lines = [ln for ln in shown if ln.strip()] + [""]
+        kept.append("\n".join([head, *lines]).rstrip())
+    return "\n\n".join(kept)
 
 
 def inventory_lines(task, max_examples: int = 3) -> list[str]:
@@ -97,13 +149,14 @@ def task_messages(task, contract: str, sandbox: SandboxFacts,
         library_versions = sandbox_library_versions()
     plan = contract == "plan"  # no files section, no libraries: the renderer reads the files and imports
     files = [] if plan else ["## Files in DATA_DIR (file: columns)", *inventory_lines(task), ""]
-    limits = sandbox_lines(sandbox, library_versions)[1 if plan else 0:]
-    parts = [task.description.strip(), "", *files, "## Sandbox", *limits, "", "## Your answer"]
+    limits = sandbox_lines(sandbox, library_versions)[2 if plan else 0:]  # a plan needs the time limit alone
+    description = plan_description(task) if plan else task.description.strip()
+    parts = [description, "", *files, "## Sandbox", *limits, "", "## Your answer"]
     if contract == "plan":
         keys = design_keys(task)
-        parts += [(f"Do not write code. Write the solution's plan: one key=value line for each of the {len(keys)} keys "
-                  "below, each value one of its options. A fixed program turns the plan into the solution script, "
-                  "runs it and writes the submission."), *plan_lines(task),
+        parts += [(f"Do not write code. Choose the solution: one key=value line for each of the {len(keys)} keys "
+                  "below, each value one of its options; a fixed program writes the script and runs it."),
+                  *plan_lines(task),
                   f"Reply with the {len(keys)} lines only."]
         return [{"role": "system", "content": _SYSTEM_PLAN}, {"role": "user", "content": "\n".join(parts)}]
     if contract == "script":
