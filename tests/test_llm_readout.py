@@ -104,6 +104,8 @@ def test_anchor_fidelity_is_the_pairs_error_and_rank_correlation_and_the_mean_st
     assert row["MAE raw"] == pytest.approx((PAIRS.pred - PAIRS.true).abs().mean())
     assert row["MAE calibrated"] == pytest.approx((PAIRS.calibrated - PAIRS.true).abs().mean())
     assert row["spearman raw"] == pytest.approx(sps.spearmanr(PAIRS.pred, PAIRS.true).statistic)
+    # within a step: step 0's predictions are constant (not ranked); step 1 orders its pair wrongly, step 2 rightly
+    assert row["steps ranked"] == 2 and row["spearman within step"] == pytest.approx((-1 + 1) / 2)
     assert row["status accuracy"] == pytest.approx(0.75) and row.pairs == 6
 
 

@@ -148,16 +148,23 @@ def anchor_fidelity(pairs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
     Per arm of ``pairs`` (:func:`anchor_pairs`; seeds pooled): pairs, mean raw / calibrated / real
     reward (the bias is the difference), mean absolute error of each, Spearman's rank correlation of
-    raw against real (NaN when either is constant), and the status accuracy on anchor turns
-    (``status_acc`` of ``steps``, :func:`step_table`; mean over steps).
+    raw against real (NaN when either is constant), the same within each step's anchor pairs (what
+    GRPO's group-centred advantage reads: the mean over the steps where neither is constant, and
+    how many such steps there were; a step with one anchor group makes it the within-group rank
+    correlation), and the status accuracy on anchor turns (``status_acc`` of ``steps``,
+    :func:`step_table`; mean over steps).
     """
     rows = []
     for arm, p in pairs.groupby("arm", sort=False):
         const = p.pred.nunique() < 2 or p.true.nunique() < 2
+        within = [float(spearmanr(g.pred, g.true).statistic) for _, g in p.groupby(["seed", "step"])
+                  if g.pred.nunique() > 1 and g.true.nunique() > 1]
         rows.append({"arm": arm, "pairs": len(p), "raw": p.pred.mean(), "calibrated": p.calibrated.mean(),
                      "real": p.true.mean(), "MAE raw": (p.pred - p.true).abs().mean(),
                      "MAE calibrated": (p.calibrated - p.true).abs().mean(),
                      "spearman raw": np.nan if const else float(spearmanr(p.pred, p.true).statistic),
+                     "spearman within step": float(np.mean(within)) if within else np.nan,
+                     "steps ranked": len(within),
                      "status accuracy": steps.loc[steps.arm == arm, "status_acc"].mean()
                      if "status_acc" in steps else np.nan})
     return pd.DataFrame(rows).set_index("arm") if rows else pd.DataFrame()
@@ -228,7 +235,9 @@ def _sentences(final, arms, by_task, steps, compute, fidelity, counts) -> list[s
     for a, r in fidelity.iterrows():
         out.append(f"On {a}'s {int(r.pairs)} anchor pairs the world model scored {r.raw:.2f} raw and {r.calibrated:.2f} "
                    f"calibrated against {r.real:.2f} real (mean absolute error {r['MAE raw']:.2f} raw, "
-                   f"{r['MAE calibrated']:.2f} calibrated).")
+                   f"{r['MAE calibrated']:.2f} calibrated)"
+                   + (f"; within a step it ranked them with Spearman {r['spearman within step']:.2f} (mean over "
+                      f"{int(r['steps ranked'])} steps)." if r["steps ranked"] else "."))
     if len(counts):
         total = {k: int(counts[k].sum()) for k in WM_COUNTS}
         rates = stat_rates(total)
