@@ -72,7 +72,7 @@ CAMPAIGNS: dict[str, Campaign] = {
     "primary": Campaign("the primary family, declared before its runs: notebook 13 (untrained, grpo, wm and wmrl "
                         "at the preset's PRIMARY_SEEDS, in looks)",
                         (13,), runs=(Runs((DEFAULT,), seeds="PRIMARY_SEEDS"),)),
-    "llm": Campaign("the language-model agent on TRL, notebook 07 (one seed's warm start and five arms)",
+    "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at three seeds, each seed with its own warm start)",
                     (7,), folders=("train/{LLM_PRESET}",)),
 }
 
