@@ -514,3 +514,21 @@ def test_the_paper_launch_config_is_an_accelerate_fsdp_config():
 
     cfg = yaml.safe_load((Path(llm.__file__).parent / "accelerate" / "paper_8gpu.yaml").read_text())
     assert cfg["distributed_type"] == "FSDP" and cfg["num_processes"] == 4 and cfg["mixed_precision"] == "bf16"
+
+
+def test_a_warm_start_fitted_to_other_prompt_text_is_another_warm_start(pool, monkeypatch):
+    from wmrl.presets import run_config
+    from wmrl.trainer.llm import sft
+
+    cfg = run_config("sft", "llm-small", 0, agent="llm")
+    tasks, base = list(pool.train), Path("/models/base")
+    key = sft._key(base, cfg, tasks)
+    assert sft._key(base, cfg, list(reversed(tasks))) == key  # the same prompts in another order: the same one
+    edited = sft.task_messages
+
+    def with_a_new_line(task, contract, facts):
+        system, user = edited(task, contract, facts)
+        return [system, {**user, "content": user["content"] + "\nThink step by step."}]
+
+    monkeypatch.setattr(sft, "task_messages", with_a_new_line)
+    assert sft._key(base, cfg, tasks) != key

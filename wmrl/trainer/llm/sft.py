@@ -76,10 +76,21 @@ def execute_targets(rows: list[dict], tasks, contract: str, sandbox) -> list[tup
 def _key(base: Path, cfg, tasks) -> str:
     spec = {"base": str(base), "contract": cfg.llm.contract, "tasks": sorted(t.name for t in tasks),
             "steps": cfg.llm.sft_steps, "lr": cfg.llm.sft_lr, "batch": cfg.llm.sft_batch,
-            "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "prompt_sandbox": _prompt_limits(cfg)}
+            "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "prompt_sandbox": _prompt_limits(cfg),
+            "prompts": _prompts_digest(cfg, tasks)}
     if cfg.llm.sft_targets != "habits":  # the default stays out, so the warm starts built before it keep their key
         spec["targets"] = cfg.llm.sft_targets
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _prompts_digest(cfg, tasks) -> str:
+    """A digest of the warm start's prompts as written, so that a warm start fitted to other prompt text
+    (an edited prompt or task description) is another one, never a stale reuse."""
+    from wmrl.trainer.components import make_sandbox
+
+    facts = make_sandbox(cfg.sandbox).facts
+    text = json.dumps([task_messages(t, cfg.llm.contract, facts) for t in sorted(tasks, key=lambda t: t.name)])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _prompt_limits(cfg) -> dict:
