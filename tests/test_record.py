@@ -6,11 +6,11 @@ import os
 
 import pandas as pd
 import pytest
+from _resume import run_killed_then_resumed
 
 from wmrl import record, reproduce
 from wmrl.experiments.run import run_arm
 from wmrl.sandbox.runner import Sandbox
-from wmrl.trainer.grpo import GRPOLearner
 
 
 def _use(monkeypatch, spec: str) -> record.Record:
@@ -95,19 +95,7 @@ def test_a_recorded_run_killed_and_resumed_replays_to_the_bit_without_executing_
     out = tmp_path / "executions" / "smoke.jsonl.gz"
     out.parent.mkdir()
     _use(monkeypatch, f"record:{out}")
-    real_step, calls = GRPOLearner.step, {"n": 0}
-
-    def crash_on_third(self, *a, **k):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("simulated kill")
-        return real_step(self, *a, **k)
-
-    monkeypatch.setattr(GRPOLearner, "step", crash_on_third)
-    with pytest.raises(KeyboardInterrupt):
-        run_arm("wmrl", "smoke", seed=4, out=tmp_path / "a" / "train" / "smoke" / "wmrl" / "seed4", **kw)
-    monkeypatch.setattr(GRPOLearner, "step", real_step)
-    run_arm("wmrl", "smoke", seed=4, out=tmp_path / "a" / "train" / "smoke" / "wmrl" / "seed4", **kw)
+    run_killed_then_resumed(monkeypatch, "wmrl", "smoke", 4, tmp_path / "a" / "train" / "smoke" / "wmrl" / "seed4", **kw)
     record.export(out)
 
     def no_execution(self, task, code):

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from _resume import run_killed_then_resumed
 
 from wmrl.arms import ARMS, get_arm
 from wmrl.experiments.__main__ import main as cli
@@ -136,20 +137,7 @@ def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(idle_grpo, busy_
 def test_a_run_killed_midway_resumes_to_the_same_end_as_an_uninterrupted_run(pool, tmp_path, memo_path, monkeypatch):
     kw = {"pool": pool, "memo_path": memo_path, "progress": False, "overrides": {"train.steps": 3, **FAR_BUDGET}}
     clean = run_arm("wmrl", "smoke", seed=3, out=tmp_path / "clean", **kw)
-    real_step = GRPOLearner.step
-    calls = {"n": 0}
-
-    def crash_on_third(self, *a, **k):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("simulated kill")
-        return real_step(self, *a, **k)
-
-    monkeypatch.setattr(GRPOLearner, "step", crash_on_third)
-    with pytest.raises(KeyboardInterrupt):
-        run_arm("wmrl", "smoke", seed=3, out=tmp_path / "resumed", **kw)
-    monkeypatch.setattr(GRPOLearner, "step", real_step)
-    resumed = run_arm("wmrl", "smoke", seed=3, out=tmp_path / "resumed", **kw)
+    resumed = run_killed_then_resumed(monkeypatch, "wmrl", "smoke", 3, tmp_path / "resumed", **kw)
     a = pd.read_parquet(tmp_path / "clean" / "steps.parquet")
     b = pd.read_parquet(tmp_path / "resumed" / "steps.parquet")
     pd.testing.assert_frame_equal(a[["step", "loss", "train_reward", "rho"]], b[["step", "loss", "train_reward", "rho"]])
