@@ -89,12 +89,12 @@ def task_paired(final: pd.DataFrame, claims=LLM, families=(LLM_LEARNS,)) -> pd.D
     if not rows:
         return pd.DataFrame()
     out = pd.DataFrame(rows).set_index("claim")
-    family = pd.Series("rest", index=out.index)
-    for i, ids in enumerate(families):
-        family[family.index.isin(ids)] = f"family {i}"
+    declared = [[c for c in ids if c in out.index] for ids in families]
+    rest = [c for c in out.index if not any(c in ids for ids in declared)]
     out["p_holm"] = np.nan
-    for ids in family.groupby(family).groups.values():
-        out.loc[ids, "p_holm"] = holm(out.loc[ids, "p"].fillna(1.0).to_numpy())
+    for ids in (*declared, rest):
+        if ids:
+            out.loc[ids, "p_holm"] = holm(out.loc[ids, "p"].fillna(1.0).to_numpy())
     out["verdict over tasks"] = [_holm_verdict(r) for _, r in out.iterrows()]
     return out.drop(columns="expect")
 

@@ -86,7 +86,7 @@ def plan_description(task) -> str:
                     rest[kind] += 1
             if rest:
                 shown.append("- and " + ", ".join(f"{n} more {kind}" for kind, n in rest.most_common()))
-            lines = [ln for ln in shown if ln.strip()] + [""]
+            lines = [ln for ln in shown if ln.strip()]
         kept.append("\n".join([head, *lines]).rstrip())
     return "\n\n".join(kept)
 
@@ -152,7 +152,7 @@ def task_messages(task, contract: str, sandbox: SandboxFacts,
     limits = sandbox_lines(sandbox, library_versions)[2 if plan else 0:]  # a plan needs the time limit alone
     description = plan_description(task) if plan else task.description.strip()
     parts = [description, "", *files, "## Sandbox", *limits, "", "## Your answer"]
-    if contract == "plan":
+    if plan:
         keys = design_keys(task)
         parts += [(f"Do not write code. Choose the solution: one key=value line for each of the {len(keys)} keys "
                   "below, each value one of its options; a fixed program writes the script and runs it."),

@@ -37,7 +37,6 @@ FENCE = "```"
 #: the reasoning block's tags of the Qwen3 family (and DeepSeek-R1's distillations)
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-_ANY_BLOCK = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 SCAFFOLD_HEADER = """import os
 from pathlib import Path
@@ -80,8 +79,8 @@ def extract_code(reply: str) -> str | None:
 def plan_answer(reply: str) -> str:
     """The part of a reply that is a plan: after any thinking, the first fenced block's body if there is one."""
     answer = strip_thinking(reply)
-    fenced = _ANY_BLOCK.search(answer)
-    return (fenced.group(1) if fenced else answer).strip()
+    fenced = _BLOCK.search(answer)  # any language tag, or none
+    return (fenced.group(2) if fenced else answer).strip()
 
 
 def assemble(task, code: str | None, contract: str) -> str | None:

@@ -11,7 +11,7 @@ Each example is the rollout's first-turn conversation (:func:`wmrl.agent.llm.pro
 as the prompt and the solution in a fenced block as the completion (under the ``plan`` contract,
 the plan of the same decisions, :func:`wmrl.agent.llm.plan.plan_text`); the loss is on the
 completion only. The result is a model folder under the data root, keyed by everything that shapes it
-(base model, contract, tasks, steps, learning rate, batch, seed), built once and atomically.
+(base model, contract, tasks, steps, learning rate, batch, seed, targets, prompts), built once and atomically.
 """
 
 from __future__ import annotations
@@ -74,32 +74,20 @@ def execute_targets(rows: list[dict], tasks, contract: str, sandbox) -> list[tup
 
 
 def _key(base: Path, cfg, tasks) -> str:
-    spec = {"base": str(base), "contract": cfg.llm.contract, "tasks": sorted(t.name for t in tasks),
-            "steps": cfg.llm.sft_steps, "lr": cfg.llm.sft_lr, "batch": cfg.llm.sft_batch,
-            "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "prompt_sandbox": _prompt_limits(cfg),
-            "prompts": _prompts_digest(cfg, tasks)}
-    if cfg.llm.sft_targets != "habits":  # the default stays out, so the warm starts built before it keep their key
-        spec["targets"] = cfg.llm.sft_targets
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def _prompts_digest(cfg, tasks) -> str:
-    """A digest of the warm start's prompts as written, so that a warm start fitted to other prompt text
-    (an edited prompt or task description) is another one, never a stale reuse."""
+    """The warm start's folder name: a digest of everything that shapes it, its prompts' text included (so a
+    warm start fitted to an edited prompt or task description is another one, never a stale reuse) and the
+    sandbox limits its runnable targets were filtered under."""
     from wmrl.trainer.components import make_sandbox
 
     facts = make_sandbox(cfg.sandbox).facts
-    text = json.dumps([task_messages(t, cfg.llm.contract, facts) for t in sorted(tasks, key=lambda t: t.name)])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _prompt_limits(cfg) -> dict:
-    """The sandbox limits the warm start's prompts state (a warm start for other limits is another one)."""
-    from wmrl.trainer.components import make_sandbox
-
-    f = make_sandbox(cfg.sandbox).facts
-    return {"cpu_budget_s": f.cpu_budget_s, "wall_timeout_s": f.wall_timeout_s, "memory_mb": f.memory_mb,
-            "cpus": f.cpus, "gpus": f.gpus}
+    prompts = json.dumps([task_messages(t, cfg.llm.contract, facts) for t in sorted(tasks, key=lambda t: t.name)])
+    spec = {"base": str(base), "contract": cfg.llm.contract, "tasks": sorted(t.name for t in tasks),
+            "steps": cfg.llm.sft_steps, "lr": cfg.llm.sft_lr, "batch": cfg.llm.sft_batch,
+            "per_task": cfg.llm.sft_per_task, "seed": cfg.seed, "targets": cfg.llm.sft_targets,
+            "prompt_sandbox": {"cpu_budget_s": facts.cpu_budget_s, "wall_timeout_s": facts.wall_timeout_s,
+                               "memory_mb": facts.memory_mb, "cpus": facts.cpus, "gpus": facts.gpus},
+            "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16]}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False, build: bool = True) -> tuple[Path, dict]:
