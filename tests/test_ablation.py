@@ -90,6 +90,7 @@ def test_new_ablation_writes_a_paired_notebook_that_trains_and_compares_at_the_s
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the single switch above goes the same way through the template
 def test_a_sweep_notebook_trains_one_tagged_variant_per_value_and_compares_each_with_the_base(lab):
     _new(lab, "anchors", "--base-arm", "wmrl", "--sweep", "method.anchor_fraction=0.2,0.5")
     stem = next(p.stem for p in lab["notebooks"].glob("[0-9][0-9]_anchors.ipynb"))

@@ -429,7 +429,8 @@ def test_the_answers_of_an_imported_task_stay_hidden_from_its_solutions(layout, 
 
 # ---------------------------------------------------------------- training on an imported pool
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", [layout if layout == "mledojo" else pytest.param(layout, marks=pytest.mark.extended)
+                                    for layout in LAYOUTS])  # one layout in make test: the trainer reads any pool alike
 def test_a_pool_imported_from_each_layout_trains_one_smoke_step(layout, fixtures, tmp_path):
     pool = get_pool(import_layout(fixtures, layout, tmp_path / "pool").root)
     before = snapshot(fixtures)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from _notebooks import NAMES, NOTEBOOKS, RESULTS, papermill, run_notebook
+from _notebooks import EXTENDED_NOTEBOOKS, NAMES, NOTEBOOKS, RESULTS, papermill, run_notebook
 
 SETUP_CELLS = 1  # code cells allowed between the parameters and the failing check (e.g. imports)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.extended) if n in EXTENDED_NOTEBOOKS else n
+                                  for n in NAMES])
 def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_legend_or_title(name, tmp_path, kernel):
     import json
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _notebooks import NAMES, NOTEBOOKS, TEMPLATES, run_notebook
+from _notebooks import EXTENDED_NOTEBOOKS, NAMES, NOTEBOOKS, TEMPLATES, run_notebook
 
 from wmrl.experiments import notebook as nb
 from wmrl.presets import notebook_params
@@ -33,7 +33,17 @@ def shared_results(tmp_path_factory, pool, smollm2_link) -> Path:
 # Notebook 07 trains SmolLM2 with TRL (minutes per arm on 2 cores): its smoke run is one of `make test-llm`'s
 # further LLM runs; `make test` replays its committed results (nbval, and the replay tests).
 LLM_NOTEBOOKS = {"07_llm_agent"}
-SMOKE = [pytest.param(n, marks=pytest.mark.llm_heavy) if n in LLM_NOTEBOOKS else n for n in NAMES + TEMPLATES]
+
+
+def _tier(name: str):
+    if name in LLM_NOTEBOOKS:
+        return pytest.param(name, marks=pytest.mark.llm_heavy)
+    if name in EXTENDED_NOTEBOOKS:
+        return pytest.param(name, marks=pytest.mark.extended)
+    return name
+
+
+SMOKE = [_tier(n) for n in NAMES + TEMPLATES]
 
 
 @pytest.mark.slow

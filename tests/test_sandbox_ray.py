@@ -5,7 +5,7 @@ from wmrl.sandbox import Sandbox
 from wmrl.sandbox.toy import make_toy_task, toy_grade, toy_solution
 
 ray = pytest.importorskip("ray", reason="ray is not installed (the 'scale' extra)")
-pytestmark = pytest.mark.slow  # starting a local Ray instance takes half a minute on 2 cores
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # starting a local Ray instance takes half a minute on 2 cores
 
 
 @pytest.fixture(scope="module")

@@ -113,6 +113,7 @@ def busy_grpo(pool, tmp_path_factory, idle_grpo):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # two more grpo runs, one beside busy neighbours: CPU-budget containment is make test's too
 def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(idle_grpo, busy_grpo):
     (first_dir, first, memo_path), (second_dir, second) = idle_grpo, busy_grpo
     assert (first_dir / "memo.sqlite").exists() and (second_dir / "memo.sqlite").exists()
@@ -122,6 +123,7 @@ def test_by_default_a_run_keeps_its_own_memo_and_depends_on_no_other_run(idle_gr
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_same_seed_gives_the_same_numbers_on_a_busy_machine(idle_grpo, busy_grpo):
     """The budget counts the solution's CPU seconds, so contention (here, two busy neighbours per core)
     slows a run down but changes none of its outcomes; the provenance records how busy the machine was."""

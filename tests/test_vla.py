@@ -410,6 +410,7 @@ def _untimed(result: dict) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("checkpoints_before_kill", [1, 3], ids=["mid-training", "during-evaluation"])
 def test_a_run_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_run(
         smoke_runs, tmp_path, checkpoints_before_kill):

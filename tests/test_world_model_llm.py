@@ -295,6 +295,7 @@ def smollm2(smollm2_folder):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # loads SmolLM2 (half a minute); make test decodes constrained on a tiny model (test_llm_trainer)
 def test_smollm2_with_constrained_decoding_answers_in_the_schema_without_repairs(smollm2):
     wm = LLMWorldModel(smollm2, mode="holistic", max_new_tokens=160, time_limit_s=60)
     start = time.perf_counter()
@@ -308,6 +309,7 @@ def test_smollm2_with_constrained_decoding_answers_in_the_schema_without_repairs
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_smollm2_sampling_follows_the_seeds_it_is_given(smollm2):
     conversation = [{"role": "user", "content": "Name a colour."}]
 
