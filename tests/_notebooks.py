@@ -14,11 +14,12 @@ NAMES = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 # The ablation template has no committed results (nbval skips it, see pyproject), so its smoke
 # run is what shows that a new ablation can be built from it without touching wmrl/.
 TEMPLATES = sorted(p.stem for p in NOTEBOOKS.glob("TEMPLATE_*.ipynb"))
-# Notebooks whose smoke runs and figure checks are `make test-extended`'s, not `make test`'s: the VLA analog
-# (its trainer has its own end-to-end tests) and the notebooks beyond Table 1 and Table 3, whose runs are the
-# grammar trainer's with other settings (tested arm by arm). nbval replays their committed outputs in `make test`.
-EXTENDED_NOTEBOOKS = {"06_vla", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget", "11_method_regime",
-                      "12_confirmatory"}
+# Notebooks whose smoke runs and figure checks are `make test-extended`'s, not `make test`'s: the world model's
+# fidelity (half of its minute is SmolLM2 scoring a script, which the LLM world model's tests cover), the VLA
+# analog (its trainer has its own end-to-end tests) and the notebooks beyond Table 1 and Table 3, whose runs are
+# the grammar trainer's with other settings (tested arm by arm). nbval replays their committed outputs in `make test`.
+EXTENDED_NOTEBOOKS = {"05_world_model_fidelity", "06_vla", "08_fidelity_dial", "09_exploit_stress",
+                      "10_anchor_budget", "11_method_regime", "12_confirmatory"}
 
 
 def run_notebook(name: str, tmp_path: Path, kernel: str, **params):
