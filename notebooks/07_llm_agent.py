@@ -88,9 +88,10 @@ from matplotlib.ticker import MaxNLocator
 
 from wmrl.arms import get_arm
 from wmrl.experiments import claims, paper, plots, stats
-from wmrl.experiments import llm_agent as la
 from wmrl.experiments.collect import load_arm_runs
 from wmrl.presets import get_preset, run_config
+
+import _llm_agent as la  # this notebook's readout and claims, beside it
 
 plots.use_style()
 ARMS_HERE = list(cfg["LLM_ARMS"])
@@ -197,7 +198,7 @@ with pd.option_context("display.width", 250):
 # %% [markdown]
 # ## 5. Claims
 #
-# Table 1's claims on the LLM agent (`claims.LLM`), as everywhere a seed-paired comparison with
+# Table 1's claims on the LLM agent (`_llm_agent.LLM`), as everywhere a seed-paired comparison with
 # its 95% interval and Holm's correction (three seeds: two degrees of freedom). L0 is this
 # scale's premise (the warm start works), not a claim of the paper; the L1 family compares each
 # trained arm with the policy it starts from.
@@ -210,7 +211,7 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 70):
 # The primary analysis, declared before the runs: the same differences paired over the held-out
 # tasks and seeds at the final evaluation (`llm_agent.task_paired`), the mean with its 95%
 # interval over the (task, seed) pairs, the p-value, and the verdict after Holm's correction
-# within the L1 family (`claims.LLM_LEARNS`; L0 and L2-L4 are corrected as a second family).
+# within the L1 family (`_llm_agent.LLM_LEARNS`; L0 and L2-L4 are corrected as a second family).
 # The pairs of one seed share its training runs, so this interval is over the tasks and seeds
 # the agent is scored on, given those runs.
 
@@ -329,6 +330,7 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 print("\n".join(r.sentences))
+nb.save_claims(la.declaration(r), cfg, "the language-model agent", r.sentences)  # what RESULTS.md reads
 
 # %% [markdown]
 # ## 9. At paper scale

@@ -1,4 +1,4 @@
-"""Notebook 07's readout (``wmrl.experiments.llm_agent``) on LLM run folders written by hand, checked
+"""Notebook 07's readout (``notebooks/_llm_agent.py``) on LLM run folders written by hand, checked
 against independent computations (scipy's Student-t interval and rank correlation, plain sums)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from wmrl.experiments import llm_agent as la
+from notebooks import _llm_agent as la
+from wmrl.experiments import notebook as nb
 from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.results_page import results_page
@@ -130,8 +131,14 @@ def test_the_readouts_sentences_carry_the_computed_numbers_and_the_results_page_
     assert "40 predictions, 4 of them settled by the deterministic gate" in text
     assert "grpo 75%" in text  # executed training trajectories that ran ok: mean of 0.5 and 1.0 over the logged steps
     assert "wmrl 67%" in text  # two of three held-out samples ran ok
+    cfg = nb.check_params({"MODE": "replay", "PRESET": "small", "SEEDS": None, "RESULTS_DIR": str(root),
+                           "FIGURES_DIR": str(root / "figures")}, notebook="07_llm_agent")
+    nb.save_claims(la.declaration(r), cfg, "the language-model agent", r.sentences)  # as the notebook declares
     page = results_page(root, "small")
-    assert "## The language-model agent" in page and "| L2 |" in page
+    section = page.split("## The language-model agent", 1)[1]
+    over = r.by_task.loc["L1", "over tasks (95% CI)"]
+    assert "| L1 | GRPO improves on the policy it starts from |" in section and over in section
+    assert "| L2 |" in section and "| L0 |" in section
     assert "In short.** No claims could be tested yet" in page  # the LLM claims are not the grammar agent's count
 
 

@@ -138,7 +138,7 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
 @pytest.mark.parametrize("notebook", ["07_llm_agent", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget",
                                       "11_method_regime", "12_confirmatory"])
 def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_says(notebook):
-    """The page reads each beyond notebook's claims (07: through its own readout; 08-12: as declared): every
+    """The page reads each beyond notebook's claims as declared: every
     claim sentence of the committed notebook's last "what we see" output is on the page."""
     cells = nbformat.read(RESULTS.parent / "notebooks" / f"{notebook}.ipynb", as_version=4).cells
     heading = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## What we see"))

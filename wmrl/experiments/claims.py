@@ -13,9 +13,9 @@ verdict and the verdict after Holm's correction over the claims of the table:
 :func:`what_we_see` writes a notebook's closing sentences from such a table, so that no notebook
 text can say more, or other, than its numbers.
 
-The claim lists (:data:`MAIN`, :data:`ABLATION`, :data:`ANCHOR_ONLY`, :data:`VLA`, :data:`LLM`) are defined
-here, once, with the paper's numbers taken from :mod:`wmrl.experiments.paper`; the notebooks and
-``RESULTS.md`` read them.
+The claim lists of the paper's tables (:data:`MAIN`, :data:`ABLATION`, :data:`ANCHOR_ONLY`, :data:`VLA`) are
+defined here, once, with the paper's numbers taken from :mod:`wmrl.experiments.paper`; a notebook with
+claims of its own keeps them beside it (``notebooks/_*.py``), and ``RESULTS.md`` reads what each declared.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from wmrl.experiments.stats import (
     verdict,
 )
 
-__all__ = ["ABLATION", "ANCHOR_ONLY", "LLM", "LLM_LEARNS", "MAIN", "VLA", "Claim", "MatchedCompute", "claims_display",
+__all__ = ["ABLATION", "ANCHOR_ONLY", "MAIN", "VLA", "Claim", "MatchedCompute", "claims_display",
            "evaluate_claims", "what_we_see"]
 
 
@@ -143,24 +143,6 @@ ANCHOR_ONLY = (
     Claim("Q2", "anchor-only GRPO, the anchors alone, is below full GRPO", "not tested in the paper",
           "anchor_only", "grpo", expect="<"),
 )
-
-
-#: Notebook 07's claims on the LLM agent: Table 1's rows, with the warm start as the policy the trained arms
-#: start from. The L1 family (each trained arm against that start) is the notebook's primary question, "does the
-#: agent learn?"; L2-L4 compare the trained arms as Table 1 does.
-LLM = (
-    Claim("L0", "the supervised warm start beats the instruct model it starts from (this scale's premise)",
-          "no warm start in the paper", "sft", "untrained"),
-    Claim("L1", "GRPO improves on the policy it starts from", paper.versus("grpo", "untrained"), "grpo", "sft"),
-    Claim("L1-wm", "GRPO on the world model's rewards improves on the policy it starts from",
-          paper.versus("wm", "untrained"), "wm", "sft"),
-    Claim("L1-wmrl", "WMRL improves on the policy it starts from", paper.versus("wmrl", "untrained"), "wmrl", "sft"),
-    Claim("L2", "WMRL beats GRPO on held-out Avg", paper.versus("wmrl", "grpo"), "wmrl", "grpo"),
-    Claim("L3", "a pure world model falls below GRPO", paper.versus("wm", "grpo"), "wm", "grpo", expect="<"),
-    Claim("L4", "WMRL beats the pure world model", paper.versus("wmrl", "wm"), "wmrl", "wm"),
-)
-#: The primary family of notebook 07, corrected together (Holm) over held-out tasks and seeds.
-LLM_LEARNS = ("L1", "L1-wm", "L1-wmrl")
 
 
 def _table2(a: str, b: str) -> str:

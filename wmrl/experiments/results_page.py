@@ -3,8 +3,8 @@
 Written by ``python -m wmrl.reproduce`` (also with ``--replay-only``) after the notebooks replay, from
 what each notebook declared (:func:`~wmrl.experiments.notebook.save_claims`: its claims table and
 closing sentences; :func:`~wmrl.experiments.notebook.save_findings`: sentences alone), so the page,
-the notebooks and the numbers agree and a new notebook reaches the page with no edit here. Notebook
-07's section and the noise section are computed here, from the runs. The page carries no date or
+the notebooks and the numbers agree and a new notebook reaches the page with no edit here. The noise
+section is computed here, from the runs. The page carries no date or
 commit (those are in each result's provenance), so replaying unchanged results rewrites it identically.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.experiments import claims, llm_agent, noise
+from wmrl.experiments import claims, noise
 from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.notebook import declared_claims
@@ -76,31 +76,6 @@ def _train_runs(results: Path, preset: str, seeds) -> pd.DataFrame | None:
         return None
 
 
-def _llm_agent(results: Path, preset: str) -> list[str] | None:
-    """Notebook 07's section: its claims table and sentences at its LLM preset (the notebook's own readout),
-    kept apart from the grammar agent's claims (other runs, other seeds); None when it has no runs yet."""
-    params = notebook_params(preset)
-    llm_preset, arms, seeds = params["LLM_PRESET"], params["LLM_ARMS"], params["LLM_SEEDS"]
-    try:
-        runs = add_totals(load_runs(llm_preset, results, arms=arms, seeds=seeds))
-    except FileNotFoundError:
-        return None
-    r = llm_agent.readout(runs, arms)
-    lines = ["## The language-model agent", "",
-             (f"[07_llm_agent](notebooks/07_llm_agent.ipynb): SmolLM2-135M-Instruct, GRPO on TRL, preset "
-              f"`{llm_preset}`, seeds {sorted(set(runs.seed))}; not counted above (its own runs). Last column: the "
-              "primary analysis, paired over held-out tasks and seeds, Holm within the L1 family."),
-             "", "| claim | statement | paper | ours (95% CI) | verdict | over tasks (95% CI) |",
-             "|---|---|---|---|---|---|"]
-    shown = claims.claims_display(r.claims)
-    for cid, c in shown.iterrows():
-        tasks = (f"{r.by_task.loc[cid, 'over tasks (95% CI)']} ({r.by_task.loc[cid, 'verdict over tasks']})"
-                 if cid in r.by_task.index else "")
-        lines.append("| " + " | ".join(_cell(v) for v in (cid, c.statement, c.paper, c["ours (95% CI)"], c.verdict,
-                                                           tasks)) + " |")
-    return lines + ["", " ".join(r.sentences), ""]
-
-
 NOT_IN_PAPER = re.compile(r"^(not tested in the paper|not in the paper|beyond the paper)[;:]? *")
 
 
@@ -108,6 +83,15 @@ def _paper_cell(text: str) -> str:
     """``-`` for a claim the paper does not test (what follows the phrase is kept: ``- (Assumption 6 is assumed)``)."""
     rest = NOT_IN_PAPER.sub("", str(text), count=1)
     return str(text) if rest == str(text) else ("- " + rest).strip()
+
+
+def _over_tasks_rows(table: pd.DataFrame, notebook: str) -> list[str]:
+    """Rows of a table declared with a second analysis over held-out tasks (:data:`OVER_TASKS`)."""
+    shown = claims.claims_display(table)
+    return ["| " + " | ".join(_cell(v) for v in (
+        cid, r.statement, r.paper, r["ours (95% CI)"], r.verdict,
+        f"{table.loc[cid, OVER_TASKS[0]]} ({table.loc[cid, OVER_TASKS[1]]})" if table.loc[cid, OVER_TASKS[0]] else ""))
+        + " |" for cid, r in shown.iterrows()]
 
 
 def _claims_rows(table: pd.DataFrame, notebook: str) -> list[str]:
@@ -124,6 +108,12 @@ def _claims_rows(table: pd.DataFrame, notebook: str) -> list[str]:
 PRIMARY_HEADING = "## The primary family"
 CLAIMS_HEADER = ["| claim | statement | paper | ours (95% CI) | detectable | verdict | notebook |",
                  "|---|---|---|---|---|---|---|"]
+#: A declared table with these columns (notebook 07's) adds a second analysis, over held-out tasks and seeds.
+OVER_TASKS = ("over tasks (95% CI)", "verdict over tasks")
+OVER_TASKS_HEADER = ["| claim | statement | paper | ours (95% CI) | verdict | over tasks (95% CI) |",
+                     "|---|---|---|---|---|---|"]
+#: Notebooks whose claims are about runs of another agent (the LLM's), listed apart and not counted in the summary.
+OWN_RUNS = ("07_llm_agent",)
 #: The page's families after the primary one: (heading, what it holds, its notebooks in order).
 FAMILIES = (
     ("The paper's other tables", "Table 3's ablation and Table 2's embodied transfer.",
@@ -132,6 +122,10 @@ FAMILIES = (
      ("03_anchor_only", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget", "12_confirmatory")),
     ("Exploratory", "Is the method in its regime here? Chosen after seeing the runs: leads, not tests.",
      ("11_method_regime",)),
+    ("The language-model agent",
+     ("[07_llm_agent](notebooks/07_llm_agent.ipynb): SmolLM2-135M-Instruct, GRPO on TRL, preset `{LLM_PRESET}`, "
+     "seeds {LLM_SEEDS}; not counted above (its own runs). Last column: the primary analysis, paired over held-out "
+     "tasks and seeds, Holm within the L1 family."), OWN_RUNS),
 )
 FINDINGS_PAGE = "FINDINGS.md"
 
@@ -144,7 +138,6 @@ class _Read:
     params: dict
     tables: dict = field(default_factory=dict)  # notebook -> its claims table
     paragraphs: dict = field(default_factory=dict)  # notebook -> (title, sentences)
-    llm: list | None = None
     noise: list = field(default_factory=list)
 
 
@@ -155,11 +148,10 @@ def _read(results: str | Path, preset: str) -> _Read:
     out = _Read(preset, params)
     runs = _train_runs(results, preset, seeds)
     paragraphs, tables = out.paragraphs, out.tables
-    for notebook, d in declared_claims(results, preset).items():  # every notebook's but 07's, and new ablations'
+    for notebook, d in declared_claims(results, preset).items():  # every notebook's, new ablations' too
         if not d.table.empty:
             tables[notebook] = d.table
         paragraphs[notebook] = (d.title, d.sentences if d.sentences or d.table.empty else claims.what_we_see(d.table))
-    out.llm = _llm_agent(results, preset)
     if runs is not None and "untrained" in set(runs.arm) and runs[runs.arm == "untrained"].seed.nunique() > 1:
         out.noise = _noise_section(runs)
     return out
@@ -204,7 +196,7 @@ def _render_results(read: _Read) -> str:
     primary = read.tables.get(name)
     lines = ["# Results", "", "**Does WMRL work at this scale?** " + verdict(primary, seeds), "",
              ("**In short, beyond the primary family.** " if name == PRIMARY else "**In short.** ")
-             + in_short([t for n, t in read.tables.items() if n != PRIMARY], seeds), "",
+             + in_short([t for n, t in read.tables.items() if n != PRIMARY and n not in OWN_RUNS], seeds), "",
              (f"Generated by `python -m wmrl.reproduce` from `results/` (preset `{read.preset}`, seeds {seeds}; notebook "
               f"12's claims at its new seeds {params['CONFIRM_SEEDS']}"
               + (f"; the primary family at its seeds {_span(params['PRIMARY_SEEDS'])}" if name == PRIMARY else "")
@@ -233,12 +225,11 @@ def _render_results(read: _Read) -> str:
             here += sorted(n for n in read.tables if n not in known)
         if not here:
             continue
-        lines += [f"## {heading}", "", about, "", *CLAIMS_HEADER]
+        over_tasks = all(set(OVER_TASKS) <= set(read.tables[n].columns) for n in here)
+        lines += [f"## {heading}", "", about.format(**params), "", *(OVER_TASKS_HEADER if over_tasks else CLAIMS_HEADER)]
         for notebook in here:
-            lines += _claims_rows(read.tables[notebook], notebook)
+            lines += (_over_tasks_rows if over_tasks else _claims_rows)(read.tables[notebook], notebook)
         lines.append("")
-    if read.llm:  # its table here; its sentences on the findings page
-        lines += read.llm[:-2]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -249,8 +240,6 @@ def _render_findings(read: _Read) -> str:
     for notebook in sorted(read.paragraphs):
         title, sentences = read.paragraphs[notebook]
         lines += [f"**[{notebook}](notebooks/{notebook}.ipynb)** ({title}). " + " ".join(sentences), ""]
-    if read.llm:
-        lines += ["**[07_llm_agent](notebooks/07_llm_agent.ipynb)** (the language-model agent). " + read.llm[-2], ""]
     lines += read.noise
     return "\n".join(lines).rstrip() + "\n"
 

@@ -7,10 +7,11 @@ when the preset has one) and the trained arms. What is read from them was decide
 
 - **held-out Avg** (the paper's metric) and the **held-out ok rate** (the share of held-out
   samples with a turn that ran ok) per arm, and each arm's percentile per held-out task;
-- **the claims** (:data:`wmrl.experiments.claims.LLM`) seed-paired as everywhere, and beside them
-  the primary analysis: the same differences paired over the held-out tasks and seeds at the final
-  evaluation (:func:`task_paired`), with Holm's correction within the L1 family
-  (:data:`~wmrl.experiments.claims.LLM_LEARNS`: does each trained arm improve on its start?);
+- **the claims** (:data:`LLM`) seed-paired as everywhere, and beside them the primary analysis:
+  the same differences paired over the held-out tasks and seeds at the final evaluation
+  (:func:`task_paired`), with Holm's correction within the L1 family (:data:`LLM_LEARNS`: does each
+  trained arm improve on its start?); :func:`declaration` is the table the notebook declares for
+  ``RESULTS.md`` (both analyses, one row per claim);
 - **the training signal** per step (:func:`step_table`): the reward the update saw, the real ok
   rate of the executed groups, the reply length in tokens, turns, malformed replies, KL, entropy;
 - **the compute** (:func:`compute_breakdown`): measured seconds per component (generation, world
@@ -32,14 +33,35 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from wmrl.arms import get_arm
-from wmrl.experiments.claims import LLM, LLM_LEARNS, evaluate_claims, what_we_see
+from wmrl.experiments import paper
+from wmrl.experiments.claims import Claim, evaluate_claims, what_we_see
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.costs import compute_table
 from wmrl.experiments.stats import ALPHA, fmt_ci, holm, mean_ci, t_test_p, verdict
 from wmrl.world_model.llm import stat_rates
 
-__all__ = ["STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "anchor_pairs", "compute_breakdown",
-           "final_evals", "per_task", "readout", "step_table", "task_paired", "world_model_counts"]
+__all__ = ["LLM", "LLM_LEARNS", "STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "anchor_pairs",
+           "compute_breakdown", "declaration", "final_evals", "per_task", "readout", "step_table", "task_paired",
+           "world_model_counts"]
+
+#: Notebook 07's claims on the LLM agent: Table 1's rows, with the warm start as the policy the trained arms
+#: start from. The L1 family (each trained arm against that start) is the notebook's primary question, "does the
+#: agent learn?"; L2-L4 compare the trained arms as Table 1 does.
+LLM = (
+    Claim("L0", "the supervised warm start beats the instruct model it starts from (this scale's premise)",
+          "no warm start in the paper", "sft", "untrained"),
+    Claim("L1", "GRPO improves on the policy it starts from", paper.versus("grpo", "untrained"), "grpo", "sft"),
+    Claim("L1-wm", "GRPO on the world model's rewards improves on the policy it starts from",
+          paper.versus("wm", "untrained"), "wm", "sft"),
+    Claim("L1-wmrl", "WMRL improves on the policy it starts from", paper.versus("wmrl", "untrained"), "wmrl", "sft"),
+    Claim("L2", "WMRL beats GRPO on held-out Avg", paper.versus("wmrl", "grpo"), "wmrl", "grpo"),
+    Claim("L3", "a pure world model falls below GRPO", paper.versus("wm", "grpo"), "wm", "grpo", expect="<"),
+    Claim("L4", "WMRL beats the pure world model", paper.versus("wmrl", "wm"), "wmrl", "wm"),
+)
+#: The primary family of notebook 07, corrected together (Holm) over held-out tasks and seeds.
+LLM_LEARNS = ("L1", "L1-wm", "L1-wmrl")
+#: The columns of :func:`task_paired` that :func:`declaration` adds to the claims table.
+OVER_TASKS = ("over tasks (95% CI)", "verdict over tasks")
 
 #: The per-step columns of an LLM run that :func:`step_table` reads (where a run logged them).
 STEP_COLUMNS = ("train_reward", "real_reward", "wm_reward", "real_ok_rate", "status_acc", "completion_tokens",
@@ -210,6 +232,16 @@ def readout(runs: pd.DataFrame, arms) -> LLMReadout:
     fidelity, counts = anchor_fidelity(pairs, steps), world_model_counts(runs)
     return LLMReadout(final, pairs, table, by_task, per_task(final, arms), steps, compute, fidelity, counts,
                       what_we_see(table) + _sentences(final, arms, by_task, steps, compute, fidelity, counts))
+
+
+def declaration(r: LLMReadout) -> pd.DataFrame:
+    """The claims table notebook 07 declares (:func:`wmrl.experiments.notebook.save_claims`): the seed-paired
+    claims with the primary analysis over held-out tasks and seeds beside each (:data:`OVER_TASKS`; empty where a
+    claim has none), so ``RESULTS.md`` prints both from the declaration."""
+    out = r.claims.copy()
+    for col in OVER_TASKS:
+        out[col] = [r.by_task.loc[cid, col] if cid in r.by_task.index else "" for cid in out.index]
+    return out
 
 
 def _sentences(final, arms, by_task, steps, compute, fidelity, counts) -> list[str]:
