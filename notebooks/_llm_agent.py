@@ -18,8 +18,9 @@ when the preset has one) and the trained arms. What is read from them was decide
   model, execution, update), the generation share, and the world model's seconds per scored
   solution against execution's seconds per run;
 - **the world model**: on the anchor pairs (the groups both predicted and executed), the raw
-  and calibrated score against the real reward (:func:`anchor_fidelity`); how often its reply
-  could not be parsed and its verdict defaulted to PASS (:func:`world_model_counts`).
+  and calibrated score against the real reward (:func:`anchor_fidelity`) and the predicted status
+  against the real one (:func:`status_confusion`); how often its reply could not be parsed and its
+  verdict defaulted to PASS (:func:`world_model_counts`).
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from wmrl.experiments.claims import Claim, evaluate_claims, what_we_see
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.costs import compute_table
 from wmrl.experiments.stats import ALPHA, fmt_ci, holm, mean_ci, t_test_p, verdict
+from wmrl.trainer.llm.grpo import SAID
 from wmrl.world_model.llm import stat_rates
 
 __all__ = ["LLM", "LLM_LEARNS", "STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "anchor_pairs",
-           "compute_breakdown", "declaration", "final_evals", "per_task", "readout", "step_table", "task_paired",
-           "world_model_counts"]
+           "compute_breakdown", "declaration", "final_evals", "per_task", "readout", "status_confusion", "step_table",
+           "task_paired", "world_model_counts"]
 
 #: Notebook 07's claims on the LLM agent: Table 1's rows, with the warm start as the policy the trained arms
 #: start from. The L1 family (each trained arm against that start) is the notebook's primary question, "does the
@@ -192,6 +194,23 @@ def anchor_fidelity(pairs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("arm") if rows else pd.DataFrame()
 
 
+def status_confusion(runs: pd.DataFrame) -> pd.DataFrame:
+    """The world model's predicted status against the real one on the anchor turns (both predicted and run), summed
+    over each arm's steps and seeds (the trainer's ``said_<predicted>_ran_<real>`` counts): one row per (arm,
+    predicted status), one column per real status; empty when no run has anchors."""
+    with_pairs = runs[[get_arm(a).train and get_arm(a).world_model and get_arm(a).anchors for a in runs.arm]]
+    if with_pairs.empty:
+        return pd.DataFrame()
+    steps = load_table(with_pairs, "steps")
+    cols = [c for c in steps.columns if c.startswith(SAID)]
+    if not cols:
+        return pd.DataFrame()
+    long = steps.groupby("arm", sort=False)[cols].sum().stack().rename_axis(["arm", "pair"]).reset_index(name="turns")
+    long[["predicted", "real"]] = long.pair.str.removeprefix(SAID).str.split("_ran_", expand=True)
+    table = long.pivot_table(index=["arm", "predicted"], columns="real", values="turns", aggfunc="sum", fill_value=0)
+    return table.astype(int)
+
+
 def world_model_counts(runs: pd.DataFrame) -> pd.DataFrame:
     """Per run with an LLM world model: its predictions, those the deterministic gate settled without asking
     the model (``gated``), its requests (repair rounds included), replies still unparsed after the repair
@@ -212,6 +231,7 @@ class LLMReadout:
 
     final: pd.DataFrame
     pairs: pd.DataFrame
+    confusion: pd.DataFrame
     claims: pd.DataFrame
     by_task: pd.DataFrame
     tasks: pd.DataFrame
@@ -229,9 +249,9 @@ def readout(runs: pd.DataFrame, arms) -> LLMReadout:
     final, pairs, steps = final_evals(runs), anchor_pairs(runs), step_table(runs)
     by_task = task_paired(final)
     compute = compute_breakdown(runs, arms)
-    fidelity, counts = anchor_fidelity(pairs, steps), world_model_counts(runs)
-    return LLMReadout(final, pairs, table, by_task, per_task(final, arms), steps, compute, fidelity, counts,
-                      what_we_see(table) + _sentences(final, arms, by_task, steps, compute, fidelity, counts))
+    fidelity, counts, confusion = anchor_fidelity(pairs, steps), world_model_counts(runs), status_confusion(runs)
+    return LLMReadout(final, pairs, confusion, table, by_task, per_task(final, arms), steps, compute, fidelity, counts,
+                      what_we_see(table) + _sentences(final, arms, by_task, steps, compute, fidelity, counts, confusion))
 
 
 def declaration(r: LLMReadout) -> pd.DataFrame:
@@ -244,7 +264,7 @@ def declaration(r: LLMReadout) -> pd.DataFrame:
     return out
 
 
-def _sentences(final, arms, by_task, steps, compute, fidelity, counts) -> list[str]:
+def _sentences(final, arms, by_task, steps, compute, fidelity, counts, confusion) -> list[str]:
     """The readout in words, every number computed from the tables above."""
     out = []
     ok = final.groupby("arm").ok_rate.mean()
@@ -270,6 +290,16 @@ def _sentences(final, arms, by_task, steps, compute, fidelity, counts) -> list[s
                    f"{r['MAE calibrated']:.2f} calibrated)"
                    + (f"; within a step it ranked them with Spearman {r['spearman within step']:.2f} (mean over "
                       f"{int(r['steps ranked'])} steps)." if r["steps ranked"] else "."))
+    for arm in (confusion.index.unique("arm") if len(confusion) else []):
+        table = confusion.loc[arm]  # predicted status (rows) x real status (columns)
+        right = sum(int(table.loc[s, s]) for s in table.index if s in table.columns)
+        line = f"On {arm}'s {int(table.to_numpy().sum())} anchor turns the world model named the real status {right} times"
+        if "ok" in table.index:
+            said_ok = table.loc["ok"]
+            wrong = ", ".join(f"{s} {int(n)}" for s, n in said_ok.items() if s != "ok" and n)
+            line += (f"; of the {int(said_ok.sum())} it predicted ok, {int(said_ok.get('ok', 0))} ran ok"
+                     + (f" (the others: {wrong})" if wrong else ""))
+        out.append(line + ".")
     if len(counts):
         total = {k: int(counts[k].sum()) for k in WM_COUNTS}
         rates = stat_rates(total)

@@ -189,12 +189,13 @@ def test_the_steps_rollout_statistics_come_from_every_processs_rows():
     the rows this process rolled out."""
     from wmrl.trainer.llm.grpo import step_stats
 
-    mine = [(1, False, 10, True, 1, 1), (2, True, 30, None, 0, 0)]
-    theirs = [(2, False, 20, False, 1, 0), (2, False, 40, None, 0, 0)]
+    mine = [(1, False, 10, True, (("ok", "ok"),)), (2, True, 30, None, ())]
+    theirs = [(2, False, 20, False, (("ok", "timeout"),)), (2, False, 40, None, ())]
     got = step_stats(mine + theirs)
     assert got["mean_turns"] == 1.75 and got["malformed_rate"] == 0.25 and got["completion_tokens"] == 25.0
     assert got["real_ok_rate"] == 0.5 and got["status_acc"] == 0.5
-    assert math.isnan(step_stats([(1, False, 5, None, 0, 0)])["status_acc"])
+    assert (got["said_ok_ran_ok"], got["said_ok_ran_timeout"]) == (1, 1) and "said_timeout_ran_ok" not in got
+    assert math.isnan(step_stats([(1, False, 5, None, ())])["status_acc"])
 
 
 def test_the_execution_memo_takes_writes_and_reads_from_concurrent_processes(tmp_path):

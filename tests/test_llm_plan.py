@@ -9,8 +9,8 @@ import pytest
 
 from wmrl.agent.grammar import SLOTS, baseline_choices, random_choices, render
 from wmrl.agent.habits import habit_choices
-from wmrl.agent.llm.plan import INCIDENTAL, PlanError, design_keys, parse_plan, plan_text
-from wmrl.agent.llm.prompt import PLAN_COLUMNS, feedback_message, plan_description, task_messages
+from wmrl.agent.llm.plan import INCIDENTAL, PlanError, design_choices, design_keys, parse_plan, plan_text
+from wmrl.agent.llm.prompt import feedback_message, plan_description, task_messages
 from wmrl.agent.llm.solution import solution_for
 from wmrl.sandbox import SandboxFacts
 
@@ -40,6 +40,8 @@ def test_a_plan_names_every_design_key_and_only_the_incidental_slots_that_deviat
     assert plan_text(task, {**c, "api": "removed_kwarg"}).splitlines()[-1] == "api=removed_kwarg"
     assert all(k in INCIDENTAL or k in design_keys(task) for k in (line.split("=")[0] for line in
                                                                     plan_text(task, {**c, "submission": "no_write"}).splitlines()))
+    slipped = {**c, "api": "removed_kwarg", "model": "knn", "capacity": "huge"}
+    assert plan_text(task, design_choices(slipped)) == TABLE.replace("forest", "knn").replace("medium", "huge")
 
 
 @pytest.mark.parametrize("reply", [
@@ -102,10 +104,10 @@ def test_the_plan_prompt_lists_the_tasks_keys_and_open_options_and_no_files_or_c
     system, user = task_messages(task, "plan", LAPTOP)
     text = user["content"]
     assert "plan only" in system["content"] and "code only" not in system["content"]
-    assert plan_description(task) in text and "Time limit: 7 s of CPU time" in text
+    assert plan_description(task) in text and "Time limit: 7 s of CPU time." in text
     assert "## Files in DATA_DIR" not in text and "```python" not in text and "No internet" not in text
     assert "## Submission format" not in text and "Hardware:" not in text
-    assert "model=dummy|linear|knn|tree|forest|boosting|svm:" in text  # naive_bayes has no regressor
+    assert "\nmodel=dummy|linear|knn|tree|forest|boosting|svm\n" in text  # naive_bayes has no regressor
     assert "Reply with the 5 lines only." in text
     assert "Change the plan" in feedback_message("status: timeout", 1, 2, "plan")["content"]
     assert "Change" not in feedback_message("status: timeout", 2, 2, "plan")["content"]
@@ -115,21 +117,31 @@ def test_the_plan_description_keeps_what_a_choice_needs_in_fewer_words(pool):
     ames = pool["ames_house_prices"]
     text = plan_description(ames)
     full = ames.description
-    assert len(text) < len(full) / 3
-    assert text.split("## Columns")[0] == full.split("## Columns")[0].replace(
-        next(ln + "\n" for ln in full.splitlines() if ln.startswith("- sample_submission")), "")
+    assert len(text) < len(full) / 4
+    assert text.startswith(full.split("\n\n")[0])  # the title
+    assert "The data come from" not in text and "sample_submission" not in text and "## Submission format" not in text
     columns = [ln for ln in full.split("## Columns")[1].split("\n## ")[0].splitlines() if ln.startswith("- ")]
-    shown = text.split("## Columns")[1].split("\n## ")[0].strip().splitlines()
+    kinds = re.findall(r"(\d+) (numeric|categorical)", text.split("- features: ")[1].splitlines()[0])
     target = next(ln for ln in columns if ln.startswith(f"- {ames.target_column}:"))
-    assert target in shown and columns[0] in shown  # the target and the id in full
-    features = [ln for ln in shown[:-1] if ln.endswith(("numeric", "categorical", "missing values"))]
-    assert len(features) == PLAN_COLUMNS and all(": " in ln and "from" not in ln for ln in features)
-    counted = sum(int(n) for n in re.findall(r"(\d+) more", shown[-1]))
-    assert shown[-1].startswith("- and ") and counted + PLAN_COLUMNS + 2 == len(columns)  # every column accounted for
+    assert target in text and sum(int(n) for n, _ in kinds) + 2 == len(columns)  # every feature counted, id left out
     assert ("missing values" in text) == ("missing" in full.split("## Columns")[1].split("\n## ")[0])
+    rows = re.findall(r"(\d+) rows", full.split("## Files")[1].split("\n## ")[0])
+    assert f"- {rows[0]} training rows, {rows[1]} test rows." in text
+    assert "(" not in text.split("## Evaluation")[1] and "Lower is better" in text  # the metric without its gloss
     penguins = plan_description(pool["penguin_species"])
-    assert "numeric with missing values" in penguins and "## Submission format" not in penguins
-    assert "## Evaluation" in penguins and "## Overview" in penguins
+    assert "numeric with missing values" in penguins and "## Overview" in penguins
+    digits = plan_description(pool["handwritten_digits"])
+    assert "image: path of the row's image" in digits, "a column of no counted kind is shown in full"
+    tweets = plan_description(pool["tweet_likes"])
+    assert "1 free text" in tweets
+
+
+def test_a_description_it_does_not_recognise_keeps_its_words_without_blank_lines_inside_a_section():
+    from types import SimpleNamespace
+
+    own = "# Iris\n\nSome competition's own words.\n\n## Data\n- x.csv: 5 rows"
+    assert plan_description(SimpleNamespace(description=own, target_column="y", id_column="id")) == \
+        "# Iris\nSome competition's own words.\n\n## Data\n- x.csv: 5 rows"
 
 
 def test_the_warm_starts_plan_targets_are_the_habits_plans_of_the_training_tasks(pool):
@@ -143,6 +155,7 @@ def test_the_warm_starts_plan_targets_are_the_habits_plans_of_the_training_tasks
         reply = row["completion"][0]["content"]
         assert row["prompt"] == task_messages(task, "plan", LAPTOP)
         assert "```" not in reply and solution_for(task, reply, "plan").script is not None
+        assert [line.split("=")[0] for line in reply.splitlines()] == list(design_keys(task)), "the design keys alone"
 
 
 # -- the rollout, with a scripted generator and the real tokenizer and sandbox ------------------------------------
@@ -183,6 +196,7 @@ def test_a_plan_rollout_feeds_back_the_parse_reason_then_runs_the_rendered_scrip
 # -- a GRPO step on TRL under the plan contract -------------------------------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.extended  # the trainer's path is make test's (test_llm_trainer); the plan's parts are tested above
 def test_a_grpo_step_under_the_plan_contract_runs_end_to_end_on_a_tiny_model(pool, tmp_path, smollm2_folder,
                                                                              monkeypatch):
     """``run --agent llm --arm wmrl --preset llm-smoke --set llm.contract=plan`` for one step, with a random

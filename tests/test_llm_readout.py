@@ -144,3 +144,20 @@ def test_the_readouts_sentences_carry_the_computed_numbers_and_the_results_page_
 
 def test_a_preset_without_llm_runs_leaves_the_section_out(tmp_path):
     assert "language-model agent" not in results_page(tmp_path, "small")
+
+
+def test_the_status_confusion_sums_each_arms_anchor_turns_by_predicted_and_real_status(tmp_path):
+    for arm in FINAL:
+        _write(tmp_path, arm)
+    steps = tmp_path / "train" / "llm-small" / "wmrl" / "seed0" / "steps.parquet"
+    frame = pd.read_parquet(steps).assign(said_ok_ran_ok=[3, 2, 0], said_ok_ran_timeout=[1, np.nan, np.nan],
+                                          said_timeout_ran_timeout=[np.nan, 1, np.nan])
+    frame.to_parquet(steps)
+    runs = add_totals(load_runs("llm-small", tmp_path))
+    c = la.status_confusion(runs)
+    assert c.loc[("wmrl", "ok")].to_dict() == {"ok": 5, "timeout": 1}
+    assert c.loc[("wmrl", "timeout")].to_dict() == {"ok": 0, "timeout": 1}
+    assert set(c.index.unique("arm")) == {"wmrl"}  # grpo and wm have no anchors
+    text = " ".join(la.readout(runs, list(FINAL)).sentences)
+    assert "On wmrl's 7 anchor turns the world model named the real status 6 times; of the 6 it predicted ok, 5 ran ok " \
+           "(the others: timeout 1)." in text

@@ -239,6 +239,30 @@ def test_a_real_tiny_model_never_samples_past_the_cap(tmp_path, smollm2_folder):
     assert all(1 <= len(o) <= 3 for o in out)
 
 
+@pytest.mark.slow
+def test_rows_of_one_conversation_share_its_prefill_and_sample_what_separate_prefills_would(tmp_path, smollm2_folder):
+    """A group's rows are one prompt: it is prefilled once and its keys and values repeated per row. The tokens
+    sampled at a seed are those of prefilling every row (greedy and at temperature 1), and other contexts in
+    the same call are sampled apart."""
+    from wmrl.agent.llm.model import load_causal_lm
+    from wmrl.models import tiny_llama
+    from wmrl.trainer.llm.generate import TransformersGenerator
+
+    model, tok = load_causal_lm(tiny_llama(tmp_path / "tiny", smollm2_folder))
+    prompt = tok("a prompt that several rows share, as a group does", add_special_tokens=False)["input_ids"]
+    for temperature in (0.0, 1.0):
+        gen = TransformersGenerator(model, tok, temperature, batch_size=8)
+        shared = gen._batch([prompt] * 5, 12, seed=3, shared=True)
+        assert shared == gen._batch([prompt] * 5, 12, seed=3)
+        if temperature:
+            assert len({tuple(r) for r in shared}) > 1, "the rows are sampled, not copied"
+    other = tok("another conversation", add_special_tokens=False)["input_ids"]
+    gen = TransformersGenerator(model, tok, 1.0, batch_size=8)
+    out, _ = gen.generate([prompt, other, prompt, prompt], 12, seed=5)
+    assert [out[0], out[2], out[3]] == gen._batch([prompt] * 3, 12, seed=5 + 0, shared=True)
+    assert out[1] == gen._batch([other], 12, seed=5 + 1)[0]
+
+
 # -- vLLM: TRL's own generation code, the vLLM engine faked ------------------------------------------------------
 
 class _Logprob:

@@ -179,13 +179,14 @@ def test_the_llm_trainer_refuses_active_anchor_selection_by_name_before_any_work
     assert not (tmp_path / "run").exists()
 
 
-def test_the_trl_config_of_a_run_keeps_the_papers_kl_and_entropy_and_no_std_scaling(tmp_path):
+def test_the_trl_config_of_a_run_takes_the_kl_and_entropy_of_its_preset_and_no_std_scaling(tmp_path):
     from wmrl.presets import run_config
     from wmrl.trainer.llm.train import trainer_args
 
+    assert run_config("wmrl", "llm-paper", agent="llm").train.kl_coef == 0.04  # the paper's; llm-small drops it
     cfg = run_config("wmrl", "llm-small", agent="llm")
     args = trainer_args(cfg, tmp_path, cfg.train.groups_per_step)
-    assert args.beta == 0.04 and args.entropy_coef == 0.002 and args.scale_rewards == "none"
+    assert args.beta == 0.0 and args.entropy_coef == 0.002 and args.scale_rewards == "none"
     assert args.num_generations == cfg.train.group_size
     rows = cfg.train.groups_per_step * cfg.train.group_size
     assert args.per_device_train_batch_size * args.steps_per_generation == rows  # one generation batch per step

@@ -24,8 +24,9 @@ Which keys a plan names:
 - **incidental keys** (:data:`INCIDENTAL`: the file and column read, the API used, how the data is
   used, the submission written), optional: the grammar's slots where real agents slip. Left out,
   each takes its neutral first option (the right file and column, today's API, clean use, a
-  correct submission). The prompt does not offer them; a warm start fitted to the grammar agent's
-  habits names them where a habit deviates (:func:`plan_text`);
+  correct submission). The prompt does not offer them, and the warm start's targets leave them
+  out (:func:`design_choices`): a planner chooses the design, the renderer writes the rest;
+  :func:`plan_text` names them where given choices deviate;
 - a slot that does not apply to the task's category has its neutral option alone; naming it with
   any other value is an invalid plan.
 
@@ -44,22 +45,11 @@ from collections.abc import Mapping
 
 from wmrl.agent.grammar import SLOTS, option_mask
 
-__all__ = ["INCIDENTAL", "PlanError", "design_keys", "parse_plan", "plan_lines", "plan_text"]
+__all__ = ["INCIDENTAL", "PlanError", "design_choices", "design_keys", "parse_plan", "plan_lines", "plan_text"]
 
 #: Slots a plan may leave out (their first option is the neutral one): where a real agent slips, not what it designs.
 INCIDENTAL = ("train_file", "target", "api", "data_use", "submission")
 
-#: What each design key decides, in the prompt's words (the options speak for themselves).
-_GLOSS = {
-    "categorical": "non-numeric columns",
-    "preprocess": "imputation, scaling",
-    "text_features": "text to features",
-    "ngram": "n-gram range",
-    "image_features": "image to features",
-    "model": "model family",
-    "capacity": "size; huge exceeds the time limit unless the data are tiny",
-    "validation": "a check before the final fit",
-}
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*$")
 _SLOT = {s.name: s for s in SLOTS}
 
@@ -79,10 +69,17 @@ def design_keys(task) -> tuple[str, ...]:
     return tuple(s.name for s in SLOTS if s.name not in INCIDENTAL and len(opened[s.name]) > 1)
 
 
+def design_choices(choices: Mapping[str, str]) -> dict[str, str]:
+    """Grammar ``choices`` with every incidental slot at its neutral option: the decisions a plan makes (its
+    :func:`plan_text` names the design keys only)."""
+    return {**choices, **{k: _SLOT[k].options[0] for k in INCIDENTAL}}
+
+
 def plan_lines(task) -> list[str]:
-    """The prompt's list of the design keys: ``key=option|option|...: what it decides``."""
+    """The prompt's list of the design keys, ``key=option|option|...``: the keys and options are the grammar's
+    names, which say what they decide (a gloss per key would cost every row of the update its tokens)."""
     opened = _open(task)
-    return [f"{k}={'|'.join(opened[k])}: {_GLOSS[k]}" for k in design_keys(task)]
+    return [f"{k}={'|'.join(opened[k])}" for k in design_keys(task)]
 
 
 def plan_text(task, choices: Mapping[str, str]) -> str:

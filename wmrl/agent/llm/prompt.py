@@ -18,11 +18,11 @@ Three solution contracts (:data:`CONTRACTS`):
   (:func:`wmrl.agent.llm.solution.assemble`) reads the files and writes the submission;
 - ``plan`` (a departure, for models that can choose but not code): a few ``key=value`` lines of
   the grammar's design decisions (:mod:`wmrl.agent.llm.plan`), which the grammar's renderer turns
-  into the script. The prompt lists the keys and their options for the task and leaves out what
-  only code needs (the files' inventory, the libraries, the submission format: the renderer reads
-  the files, writes the imports and the submission); the description's column list is cut to its
-  first :data:`PLAN_COLUMNS` columns and a count of the rest by kind (:func:`plan_description`),
-  since the prompt's length is what a step's update pays for, on every trajectory.
+  into the script. The prompt is the task in brief (:func:`plan_description`: the goal, the rows,
+  the target, the feature columns counted by kind, the metric), the CPU budget and the keys with
+  their options; what only code needs (the files' inventory, the libraries, the submission format,
+  each column's name and range) is left out, since the renderer reads the files, writes the imports
+  and the submission, and the prompt's length is what a step's update pays for, on every trajectory.
 """
 
 from __future__ import annotations
@@ -34,21 +34,22 @@ from wmrl.agent.llm.plan import design_keys, plan_lines
 from wmrl.sandbox import SandboxFacts
 from wmrl.sandbox import library_versions as sandbox_library_versions
 
-__all__ = ["CONTRACTS", "PLAN_COLUMNS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "plan_description",
+__all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "plan_description",
            "prediction_spec", "sandbox_lines", "task_messages"]
 
 CONTRACTS = ("script", "fit_predict", "plan")
 
 _SYSTEM = ("You are a research agent in a machine-learning competition. You write Python code that trains a model "
            "on the competition's data and predicts the test set. Reply with code only.")
-_SYSTEM_PLAN = ("You are a research agent in a machine-learning competition. You choose how a solution trains a "
-                "model on the competition's data and predicts the test set. Reply with the plan only.")
+_SYSTEM_PLAN = ("You are a research agent in a machine-learning competition. You choose how a program trains a "
+                "model on the data; it writes the code. Reply with the plan only.")
 
 
-#: Columns a plan prompt lists one by one (the target is always listed); the rest are counted by kind.
-PLAN_COLUMNS = 4
 _SECTION = re.compile(r"\n(?=## )")
 _KIND = re.compile(r"(numeric|categorical|free text)\b")
+_ROWS = re.compile(r"^- (train|test)\.csv: .*?(\d+) rows")
+_SOURCE = re.compile(r" The data come from [^\n]*")
+_ASIDE = re.compile(r" \([^()]*\)")
 
 
 def _column_kind(text: str) -> str | None:
@@ -61,33 +62,38 @@ def _column_kind(text: str) -> str | None:
 
 
 def plan_description(task) -> str:
-    """The task's description as a plan prompt shows it, in fewer tokens: the files' row counts without
-    the sample submission, each feature column's kind without its range or values, at most
-    :data:`PLAN_COLUMNS` of them and a count of the rest by kind, the target line in full, and no
-    submission format."""
+    """The task in brief, as a plan prompt shows it: the title and the goal (without where the data come from),
+    the rows of train.csv and test.csv, the target line, the feature columns counted by kind (``numeric``,
+    ``categorical``, ``free text``, each ``with missing values`` where some are; a column of another kind, an
+    image's, in full) and the metric without its gloss. Sections this does not recognise (an imported
+    competition's own) keep their words; the submission format is left out, and so are blank lines inside a
+    section."""
     kept = []
     for section in _SECTION.split(task.description.strip()):
         head, *lines = section.split("\n")
         if head.startswith("## Submission format"):
             continue
-        if head.startswith("## Files"):
-            lines = [ln for ln in lines if not ln.startswith("- sample_submission")]
-        if head.startswith("## Columns"):
-            shown, listed, rest = [], 0, Counter()
+        if head.startswith("## Overview"):
+            lines = [_SOURCE.sub("", ln) for ln in lines]
+        elif head.startswith("## Files"):
+            rows = dict(m.groups() for m in map(_ROWS.match, lines) if m)
+            if set(rows) == {"train", "test"}:
+                lines = [f"- {rows['train']} training rows, {rows['test']} test rows."]
+        elif head.startswith("## Columns"):
+            shown, kinds = [], Counter()
             for ln in lines:
                 name, _, text = ln[2:].partition(":") if ln.startswith("- ") else ("", "", "")
                 kind = _column_kind(text.strip()) if name != task.target_column else None
-                if kind is None:
+                if kind is not None:
+                    kinds[kind] += 1
+                elif name != task.id_column:
                     shown.append(ln)
-                elif listed < PLAN_COLUMNS:
-                    shown.append(f"- {name}: {kind}")
-                    listed += 1
-                else:
-                    rest[kind] += 1
-            if rest:
-                shown.append("- and " + ", ".join(f"{n} more {kind}" for kind, n in rest.most_common()))
-            lines = [ln for ln in shown if ln.strip()]
-        kept.append("\n".join([head, *lines]).rstrip())
+            if kinds:
+                shown.insert(0, "- features: " + ", ".join(f"{n} {kind}" for kind, n in kinds.most_common()))
+            lines = shown
+        elif head.startswith("## Evaluation"):
+            lines = [_ASIDE.sub("", ln) for ln in lines if not ln.startswith("Submit,")]
+        kept.append("\n".join([head, *(ln for ln in lines if ln.strip())]).rstrip())
     return "\n\n".join(kept)
 
 
@@ -110,9 +116,6 @@ PROMPT_LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "pillow")
 
 def sandbox_lines(sandbox: SandboxFacts, library_versions: dict[str, str]) -> list[str]:
     """What the sandbox offers and allows, in the prompt's words: libraries, hardware, budget, memory."""
-    if not isinstance(sandbox, SandboxFacts):
-        raise TypeError(f"sandbox must be the SandboxFacts of the sandbox that runs the code (Sandbox.facts), "
-                        f"got {type(sandbox).__name__}")
     libs = ", ".join(f"{k} {v}" for k, v in library_versions.items() if k in PROMPT_LIBRARIES)
     py = library_versions.get("python", "3.11")
     cores = f"{sandbox.cpus:g} CPU core{'' if sandbox.cpus == 1 else 's'}"
@@ -145,20 +148,21 @@ def task_messages(task, contract: str, sandbox: SandboxFacts,
     """
     if contract not in CONTRACTS:
         raise ValueError(f"contract must be one of {CONTRACTS}, got {contract!r}")
+    if not isinstance(sandbox, SandboxFacts):
+        raise TypeError(f"sandbox must be the SandboxFacts of the sandbox that runs the code (Sandbox.facts), "
+                        f"got {type(sandbox).__name__}")
     if library_versions is None:
         library_versions = sandbox_library_versions()
-    plan = contract == "plan"  # no files section, no libraries: the renderer reads the files and imports
-    files = [] if plan else ["## Files in DATA_DIR (file: columns)", *inventory_lines(task), ""]
-    limits = sandbox_lines(sandbox, library_versions)[2 if plan else 0:]  # a plan needs the time limit alone
-    description = plan_description(task) if plan else task.description.strip()
-    parts = [description, "", *files, "## Sandbox", *limits, "", "## Your answer"]
-    if plan:
+    if contract == "plan":  # the task in brief, the budget and the keys: the renderer reads the files and imports
         keys = design_keys(task)
-        parts += [(f"Do not write code. Choose the solution: one key=value line for each of the {len(keys)} keys "
-                  "below, each value one of its options; a fixed program writes the script and runs it."),
-                  *plan_lines(task),
-                  f"Reply with the {len(keys)} lines only."]
+        parts = [plan_description(task), "",
+                 f"Time limit: {sandbox.cpu_budget_s:g} s of CPU time.", "",
+                 f"## Your answer\nOne key=value line for each of these {len(keys)} keys, each value one of its options:",
+                 *plan_lines(task), f"Reply with the {len(keys)} lines only."]
         return [{"role": "system", "content": _SYSTEM_PLAN}, {"role": "user", "content": "\n".join(parts)}]
+    files = ["## Files in DATA_DIR (file: columns)", *inventory_lines(task), ""]
+    limits = sandbox_lines(sandbox, library_versions)
+    parts = [task.description.strip(), "", *files, "## Sandbox", *limits, "", "## Your answer"]
     if contract == "script":
         parts += [("Write one complete Python script. It reads the files from the folder in the environment variable "
                   "DATA_DIR and writes the submission CSV to the path in the environment variable SUBMISSION_PATH."),

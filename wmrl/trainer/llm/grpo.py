@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,10 +49,12 @@ from wmrl.provenance import atomic_path
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout, sampling_logprobs
 from wmrl.world_model.llm import COUNTS, stat_rates
 
-__all__ = ["RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key", "row_stats", "step_stats",
+__all__ = ["SAID", "RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key", "row_stats", "step_stats",
            "summed_stats"]
 
 STATE_FILE = "wmrl_state.pt"
+#: the prefix of a step's status-confusion counts on the anchors (``said_ok_ran_timeout``: predicted ok, timed out)
+SAID = "said_"
 #: the prefix of the world model's per-step counts in a step's row (``wm_parse_failures``, ...)
 WM_STAT = "wm_"
 
@@ -158,24 +161,27 @@ class WMRLRollout:
 
 def row_stats(r) -> tuple:
     """What a step's row of statistics needs from one trajectory: ``(turns, first turn malformed, completion
-    tokens, ran ok (None: not executed), turns both run and predicted, of those the world model's right status)``."""
-    both = [t for t in r.turns if t.real is not None and t.pred is not None]
+    tokens, ran ok (None: not executed), the (predicted, real) status of each turn both run and predicted)``."""
+    both = tuple((t.pred.status, t.real.status) for t in r.turns if t.real is not None and t.pred is not None)
     ok = any(t.real is not None and t.real.status == "ok" for t in r.turns) if r.executed else None
-    return (len(r.turns), bool(r.turns[0].malformed), sum(len(t.reply_ids) for t in r.turns), ok, len(both),
-            sum(t.real.status == t.pred.status for t in both))
+    return len(r.turns), bool(r.turns[0].malformed), sum(len(t.reply_ids) for t in r.turns), ok, both
 
 
 def step_stats(stats: list[tuple]) -> dict:
-    """A step's rollout statistics from :func:`row_stats` of its rows."""
-    both = sum(s[4] for s in stats)
-    return {
+    """A step's rollout statistics from :func:`row_stats` of its rows: means, and on the turns both run and
+    predicted (the anchors) the world model's status accuracy and its confusion counts, one
+    ``said_<predicted>_ran_<real>`` column per pair that occurred (:data:`SAID`)."""
+    both = [pair for s in stats for pair in s[4]]
+    out = {
         "mean_turns": float(np.mean([s[0] for s in stats])),
         "malformed_rate": float(np.mean([s[1] for s in stats])),
         "completion_tokens": float(np.mean([s[2] for s in stats])),
         "real_ok_rate": _rate([s[3] for s in stats if s[3] is not None]),
-        # the world model's status accuracy on turns that were both run and predicted (the anchors)
-        "status_acc": sum(s[5] for s in stats) / both if both else math.nan,
+        "status_acc": float(np.mean([p == r for p, r in both])) if both else math.nan,
     }
+    for (said, ran), n in sorted(Counter(both).items()):
+        out[f"{SAID}{said}_ran_{ran}"] = n
+    return out
 
 
 def _rate(flags) -> float:

@@ -8,9 +8,11 @@ documented habits (:mod:`wmrl.agent.habits`), mistakes included, so the warm-sta
 a realistic failure rate instead of a perfect one, and GRPO has something to learn.
 
 Each example is the rollout's first-turn conversation (:func:`wmrl.agent.llm.prompt.task_messages`)
-as the prompt and the solution in a fenced block as the completion (under the ``plan`` contract,
-the plan of the same decisions, :func:`wmrl.agent.llm.plan.plan_text`); the loss is on the
-completion only. The result is a model folder under the data root, keyed by everything that shapes it
+as the prompt and the solution in a fenced block as the completion; the loss is on the completion
+only. Under the ``plan`` contract the completion is the plan of the same design decisions
+(:func:`wmrl.agent.llm.plan.plan_text` of :func:`~wmrl.agent.llm.plan.design_choices`): the habits'
+slips in what the renderer writes (file, column, API, submission) are a coder's, not a planner's, so
+the plan keeps the design ones alone (a model family too slow for the budget, a dummy model, ...). The result is a model folder under the data root, keyed by everything that shapes it
 (base model, contract, tasks, steps, learning rate, batch, seed, targets, prompts), built once and atomically.
 """
 
@@ -25,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from wmrl.agent.habits import habit_choices
-from wmrl.agent.llm.plan import plan_text
+from wmrl.agent.llm.plan import design_choices, plan_text
 from wmrl.agent.llm.prompt import task_messages
 from wmrl.agent.llm.solution import fit_predict_target, reply_for, script_target
 
@@ -35,7 +37,7 @@ __all__ = ["execute_targets", "sft_dataset", "sft_folder", "solution_target"]
 def solution_target(task, choices, contract: str) -> str:
     """The code (under ``plan``: the plan) a warm-started model should write for ``task`` under grammar ``choices``."""
     if contract == "plan":
-        return plan_text(task, choices)
+        return plan_text(task, design_choices(choices))
     return script_target(task, choices) if contract == "script" else fit_predict_target(task, choices)
 
 
