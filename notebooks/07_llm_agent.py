@@ -132,11 +132,12 @@ print(pd.json_normalize(run_config("wmrl", llm_cfg.preset).to_dict(), sep=".").T
 #
 # The trained arms and the world model start from one supervised fine-tune of the instruct model
 # (built once per seed and cached under the data root, `wmrl/trainer/llm/sft.py`): its examples
-# are the rollout's first-turn prompt with a grammar-rendered solution of a *training* task as the
-# answer, drawn from the grammar agent's habits. With `llm.sft_targets="runnable"` (as in
-# `llm-small`) only the drawn solutions that ran ok on their task are kept (`drawn` below counts
-# them all, `examples` those kept: rejection sampling, beyond the paper's recipe); with `"habits"`
-# every draw is, mistakes included. The held-out tasks are never in it.
+# are the rollout's first-turn prompt with an answer drawn from the grammar agent's habits on a
+# *training* task: under the plan contract (`llm-small`) the draw's design decisions as `key=value`
+# lines, under the script contract the rendered script. With `llm.sft_targets="habits"` (as in
+# `llm-small`) every draw is kept, mistakes included; with `"runnable"` only the draws that ran ok
+# on their task (`drawn` below counts them all, `examples` those kept: rejection sampling, beyond
+# the paper's recipe). The held-out tasks are never in it.
 
 # %%
 sft_records = {(a, s): json.loads((Path(d) / "summary.json").read_text())["llm"]["sft"]

@@ -18,7 +18,7 @@ def calls(monkeypatch):
     monkeypatch.setattr(reproduce, "replay_notebook", lambda name, kernel, timeout: seen.append(("replay", name)))
     monkeypatch.setattr(reproduce, "write_results_page", lambda *a: seen.append(("page",)))
     monkeypatch.setattr(reproduce, "write_readme_summary", lambda *a: seen.append(("readme",)))
-    monkeypatch.setattr(reproduce, "record_durations", lambda runs: seen.append(("durations",)))
+    monkeypatch.setattr(reproduce, "record_durations", lambda runs, **kw: seen.append(("durations",)))
     return seen
 
 
@@ -189,6 +189,10 @@ def test_a_campaign_records_each_notebooks_measured_durations_and_the_timings_ke
     assert kept["paper"] == {"runs": 1} and list(kept["measured"]) == ["08_fidelity_dial"]  # a failed one is not timed
     assert kept["measured"]["08_fidelity_dial"]["train_s"] == 61.2
     assert {"commit", "date", "cores"} <= set(kept["measured"]["08_fidelity_dial"])
+    assert kept["measured"]["08_fidelity_dial"]["resumed"] is False
+    reproduce.record_durations(runs[:1], path, resumed=True)  # kept earlier runs: its seconds are only its own
+    assert json.loads(path.read_text())["measured"]["08_fidelity_dial"]["resumed"] is True
+    reproduce.record_durations(runs[:1], path)
     readme = tmp_path / "README.md"
     readme.write_text("no table here\n")
     reproduce.write_timings(results, path, readme)
@@ -278,3 +282,14 @@ def test_the_committed_timings_are_the_committed_runs_and_the_readme_shows_them(
     committed.pop("measured", None)  # the notebooks' durations, kept from the last campaign
     assert committed == reproduce.timings()
     assert reproduce.quickstart_table(committed) in reproduce.README.read_text()
+
+
+def test_a_claims_tables_verdicts_are_its_declared_primary_analysis_where_it_has_one(tmp_path):
+    import pandas as pd
+
+    frame = pd.DataFrame({"claim": ["L1", "L2"], "verdict": ["reproduced", "inconclusive"],
+                          "verdict_holm": ["inconclusive", "inconclusive"]})
+    frame.to_parquet(tmp_path / "seeds.parquet")
+    assert reproduce._verdicts(tmp_path / "seeds.parquet").to_dict() == {"L1": "inconclusive", "L2": "inconclusive"}
+    frame.assign(**{"verdict over tasks": ["reproduced", "fails"]}).to_parquet(tmp_path / "tasks.parquet")
+    assert reproduce._verdicts(tmp_path / "tasks.parquet").to_dict() == {"L1": "reproduced", "L2": "fails"}

@@ -236,11 +236,13 @@ def _committed(rel: Path) -> bytes | None:
 
 
 def _verdicts(source):
-    """A claims table's verdicts by claim (after the family's correction where it has one)."""
+    """A claims table's verdicts by claim: its declared primary analysis where it has one (paired over tasks),
+    else after the family's correction where it has one."""
     import pandas as pd
 
     frame = pd.read_parquet(source)
-    return frame.set_index("claim")["verdict_holm" if "verdict_holm" in frame else "verdict"]
+    column = next(c for c in ("verdict over tasks", "verdict_holm", "verdict") if c in frame)
+    return frame.set_index("claim")[column]
 
 
 def _outcomes(blob: bytes) -> dict[str, tuple]:
@@ -364,16 +366,19 @@ def _committed_timings(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def record_durations(runs: list[NotebookRun], path: Path = TIMINGS) -> None:
+def record_durations(runs: list[NotebookRun], path: Path = TIMINGS, resumed: bool = False) -> None:
     """Keep each trained notebook's measured train and replay seconds in ``timings.json`` (``measured``), with
-    the commit, date and cores they ran at; the other entries are left as they are."""
+    the commit, date and cores they ran at; the other entries are left as they are. ``resumed``: the call
+    kept runs an earlier call had finished (no ``--fresh``), so its train seconds cover only what it added;
+    the campaign's whole training time is its entry's sum of the runs' wall times."""
     prov = provenance()
     stamp = {"commit": prov["git_commit"][:7], "date": prov["date"][:10], "cores": prov["machine"]["cpu_count"]}
     times = _committed_timings(path)
     measured = times.setdefault("measured", {})
     for r in runs:
         if r.status == "ok" and r.train_s is not None:
-            measured[r.name] = {"train_s": round(r.train_s, 1), "replay_s": round(r.replay_s or 0.0, 1), **stamp}
+            measured[r.name] = {"train_s": round(r.train_s, 1), "replay_s": round(r.replay_s or 0.0, 1),
+                                "resumed": resumed, **stamp}
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(times, indent=1) + "\n")
 
@@ -494,7 +499,7 @@ def main(argv=None) -> int:
             run.status, run.detail = "failed", str(e)
         runs.append(run)
     if replays and not args.replay_only and any(r.train_s is not None for r in runs):
-        record_durations(runs)  # a campaign at the committed preset: how long each notebook took
+        record_durations(runs, resumed=not args.fresh)  # a campaign at the committed preset: how long it took
         if args.campaign:
             try:
                 _print_agreement(args.campaign, agreement(args.campaign, names))
