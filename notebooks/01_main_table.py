@@ -59,6 +59,7 @@ print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} arms={cfg['MAIN_AR
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import display
 
 from wmrl.experiments import claims, noise, paper, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table
@@ -94,8 +95,7 @@ print("Category cells where WMRL < GRPO (C7):\n", paper.CATEGORY_REGRESSIONS.to_
 cols = {"held-out Avg (%)": ("avg", 100, 1), **{f"{c} (%)": (f"cat_{c}", 100, 1) for c in CATS},
         "execution (CPU-min)": ("execution_charged_min", 1, 2), "total (CPU-min)": ("total_charged_min", 1, 2)}
 main = stats.arm_table(runs, ARMS_HERE, cols)
-with pd.option_context("display.width", 200, "display.max_columns", 20):
-    print(main.to_string())
+display(main)
 
 # %% [markdown]
 # The paper's Table 1 beside ours (the paper's Avg is on MLE-Dojo and DSBench at 4B and 9B; ours is
@@ -104,8 +104,7 @@ with pd.option_context("display.width", 200, "display.max_columns", 20):
 # %% tags=["nbval-check-output"]
 beside = paper.beside(main[["held-out Avg (%)", "execution (CPU-min)"]], paper.TABLE1,
                       ["gpu_hours", "mle_dojo_avg", "dsbench_avg"])
-with pd.option_context("display.width", 250, "display.max_columns", 20):
-    print(beside.to_string())
+display(beside)
 
 # %% [markdown]
 # **Per category.** The paper's Table 1 is not a win in every cell (C7, above); ours, per held-out
@@ -115,7 +114,7 @@ with pd.option_context("display.width", 250, "display.max_columns", 20):
 if {"grpo", "wmrl"} <= set(ARMS_HERE):
     per_cat = pd.DataFrame([{"category": c, "wmrl - grpo (95% CI)": stats.fmt_ci(*stats.paired_diff(
         runs, "wmrl", "grpo", f"cat_{c}", scale=100)[:3])} for c in CATS])
-    print(per_cat.to_string(index=False))
+    display(per_cat.set_index("category"))
 
 # %% [markdown]
 # ## 3. The metric, recomputed from the logged evaluations
@@ -191,8 +190,7 @@ if {"grpo", "wmrl"} <= set(ARMS_HERE):
 
 # %% tags=["nbval-check-output"]
 table = claims.evaluate_claims(runs, [c for c in claims.MAIN if {c.a, c.b} <= set(ARMS_HERE)])
-with pd.option_context("display.width", 250, "display.max_colwidth", 70):
-    print(claims.claims_display(table).to_string())
+display(claims.claims_display(table))
 
 # %% [markdown]
 # ## 7. Noise: what the seeds can detect, and what 3 points would cost

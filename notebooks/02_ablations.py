@@ -61,6 +61,7 @@ print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} arms={cfg['ABLATIO
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import display
 
 from wmrl.arms import get_arm
 from wmrl.denoise import fused_group_weights
@@ -89,9 +90,7 @@ cols = {"held-out Avg (%)": ("avg", 100, 1), **{f"{c} (%)": (f"cat_{c}", 100, 1)
 table = stats.arm_table(runs, ARMS_HERE, cols)
 beside = paper.beside(table[["held-out Avg (%)", "execution (CPU-min)"]], paper.table3_with_grpo(),
                       list(paper.ABLATION_COLUMNS), models=())
-with pd.option_context("display.width", 250, "display.max_columns", 20):
-    print(table.to_string(), "\n")
-    print(beside.to_string())
+display(table, beside)
 
 # %% [markdown]
 # ## 2. IVD's weights, recomputed from the logged $\eta^2$
@@ -185,8 +184,7 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 table = claims.evaluate_claims(runs, [c for c in claims.ABLATION if {c.a, c.b} <= set(ARMS_HERE)])
-with pd.option_context("display.width", 250, "display.max_colwidth", 70):
-    print(claims.claims_display(table).to_string())
+display(claims.claims_display(table))
 
 # %% [markdown]
 # ## What we see

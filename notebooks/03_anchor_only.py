@@ -56,6 +56,7 @@ print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} arms={cfg['ANCHOR_
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import display
 
 from wmrl.anchor import AnchorScheduler
 from wmrl.arms import get_arm
@@ -88,8 +89,7 @@ budget = steps.assign(traj=steps.n_groups * steps["train.group_size"]).groupby("
 cols = {"held-out Avg (%)": ("avg", 100, 1), **{f"{c} (%)": (f"cat_{c}", 100, 1) for c in CATS},
         "execution (CPU-min)": ("execution_charged_min", 1, 2), "total (CPU-min)": ("total_charged_min", 1, 2)}
 table = stats.arm_table(runs, ARMS_HERE, cols).join(budget.round(2))
-with pd.option_context("display.width", 250, "display.max_columns", 20):
-    print(table.to_string())
+display(table)
 b = budget.loc[["anchor_only", "wmrl"]]
 print(f"\nanchor_only executes {b.iloc[0, 0]:g} groups a step against wmrl's {b.iloc[1, 0]:g} (matched), but draws "
       f"{b.iloc[0, 1]:g} tasks a step against {b.iloc[1, 1]:g} and trains on {b.iloc[0, 2]:.0f} trajectories "
@@ -156,8 +156,7 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 table = claims.evaluate_claims(runs, [c for c in claims.ANCHOR_ONLY if {c.a, c.b} <= set(ARMS_HERE)])
-with pd.option_context("display.width", 250, "display.max_colwidth", 80):
-    print(claims.claims_display(table).to_string())
+display(claims.claims_display(table))
 if "grpo" in ARMS_HERE:
     print("\ncompute ratio grpo / anchor_only (total, charged):",
           stats.fmt_ci(*stats.paired_diff(runs, "grpo", "anchor_only", "total_charged_s", op="ratio")[:3], 2, "x"))

@@ -42,6 +42,21 @@ def test_a_variant_trains_from_scratch_in_its_own_folder_and_rewrites_nothing_co
     assert calls == []  # no replay, no page, no README
 
 
+def test_a_quick_variant_trains_the_first_of_its_campaigns_seeds_in_its_own_folder(calls, monkeypatch, capsys):
+    seen = {}
+    monkeypatch.setattr(reproduce, "train_notebook",
+                        lambda name, preset, kernel, params=None, records=None: seen.update(name=name, params=params))
+    assert reproduce.main(["--campaign", "llm", "--quick"]) == 0
+    first = campaigns.notebook_params("small")["LLM_SEEDS"][0]
+    where = reproduce.RUNS / f"small-seeds{first}"
+    assert seen == {"name": "07_llm_agent", "params": {"SEEDS": [first], "RESULTS_DIR": str(where / "results"),
+                                                       "FIGURES_DIR": str(where / "figures")}}
+    assert calls == []
+    with pytest.raises(SystemExit):
+        reproduce.main(["--quick"])
+    assert "--quick" in capsys.readouterr().err
+
+
 def test_a_failing_notebook_is_named_the_others_still_run_and_the_status_is_nonzero(calls, monkeypatch, capsys):
     def train(name, preset, kernel, params=None, records=None):
         if name == "00_theory":
@@ -260,16 +275,19 @@ def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_r
     summary(train / "wmrl~oracle-0.2" / "seed0", 120.0)
     summary(train / "wmrl~std" / "seed1", 30.0)
     summary(results / "train" / "llm-small" / "grpo" / "seed0", 7200.0)
+    summary(results / "train" / "llm-small" / "wm" / "seed3", 600.0)  # the llm campaign's quick seed
+    summary(results / "runs" / "small-seeds3" / "results" / "train" / "llm-small" / "wm" / "seed3", 5.0)  # scratch
     times = reproduce.timings(results)
-    assert (times["paper"]["train_s"], times["paper"]["runs"]) == (90.0, 2)
-    assert (times["dial"]["train_s"], times["beyond"]["train_s"], times["llm"]["train_s"]) == (120.0, 1000.0, 7200.0)
+    assert (times["paper"]["train_s"], times["paper"]["runs"]) == (90.0, 2)  # a variant's scratch run is not one
+    assert (times["llm-quick"]["train_s"], times["llm-quick"]["runs"]) == (600.0, 1)
+    assert (times["dial"]["train_s"], times["beyond"]["train_s"], times["llm"]["train_s"]) == (120.0, 1000.0, 7800.0)
     assert (times["quick"]["train_s"], times["run:wmrl/seed0"]["runs"]) == (60.0, 1)
     assert times["paper"]["commits"] == ["abcdef0"] and times["paper"]["cores"] == [2]
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{reproduce.BEGIN} -->\nold\n{reproduce.END}\nafter\n")
     reproduce.write_timings(results, tmp_path / "timings.json", readme)
     text = readme.read_text()
-    assert "| `make reproduce-llm` |" in text and "| 2 h 00 min (1 run) |" in text and "old" not in text
+    assert "| `make reproduce-llm` |" in text and "| 2 h 10 min (2 runs) |" in text and "old" not in text
     assert text.endswith("after\n") and json.loads((tmp_path / "timings.json").read_text()) == times
 
 

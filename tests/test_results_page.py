@@ -101,11 +101,12 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     page = (RESULTS.parent / "RESULTS.md").read_text()
     short = next(line for line in page.splitlines() if line.startswith("**In short"))
     readme = (RESULTS.parent / "README.md").read_text()
-    assert f"\n{short}\n{results_page.README_END}" in readme
+    assert f"\n{short}\n\n**The language-model agent** (" in readme
     block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]
     section = page.split(results_page.PRIMARY_HEADING + "\n", 1)[1].split("\n## ", 1)[0]
     primary = [line for line in section.splitlines() if line.startswith("| ") and ".ipynb)" in line]
-    assert primary and len(block.splitlines()) == len(primary) + 5  # header, rule, rows, blank, In short
+    # header, rule, rows, blank, In short, blank, the language-model agent's sentence
+    assert primary and len(block.splitlines()) == len(primary) + 7
     for line in primary:  # each primary claim's id, ours and verdict, as the page has them
         cells = [c.strip() for c in line.strip("|").split(" | ")]
         assert f"| {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | {cells[5]} |" in block
@@ -122,6 +123,14 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     text = (tmp_path / "README.md").read_text()
     assert "| C0 | GRPO improves | 15.2 | grpo - untrained = 1.0 [0.5, 1.5] | reproduced |\n\n**In short.** One." in text
     assert text.count("| C0 |") == 1  # only the primary section's rows
+    llm = ("| L1 | GRPO improves | 15.2 | grpo - sft = 28.7 [-21.5, 78.8] | inconclusive | 25.7 [9.8, 41.6] (reproduced) |")
+    (tmp_path / "page.md").write_text(f"# Results\n\n{results_page.PRIMARY_HEADING}\n\n{row}\n\n"
+                                      f"## {results_page.FAMILIES[-1][0]}\n\nAbout.\n\n{results_page.OVER_TASKS_HEADER[0]}\n"
+                                      f"{results_page.OVER_TASKS_HEADER[1]}\n{llm}\n\n**In short.** One.\n")
+    results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
+    text = (tmp_path / "README.md").read_text()
+    assert "**In short.** One.\n\n**The language-model agent** (" in text
+    assert "and seeds: grpo - sft = 25.7 [9.8, 41.6] (reproduced).\n" in text and "28.7" not in text
 
 
 def test_the_summary_counts_verdicts_and_names_the_claims():

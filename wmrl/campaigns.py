@@ -23,7 +23,7 @@ from pathlib import Path
 
 from wmrl.presets import notebook_params
 
-__all__ = ["CAMPAIGNS", "Campaign", "Runs", "campaign_of", "check_tag", "claimed_by", "selection"]
+__all__ = ["CAMPAIGNS", "Campaign", "Runs", "campaign_of", "check_tag", "claimed_by", "quick_seed", "selection"]
 
 DEFAULT = ""  # the tag of a default (untagged) run: its folder is the arm's name
 OTHER = None  # a Runs.tags entry: every tag no campaign names by pattern
@@ -47,12 +47,14 @@ class Runs:
 class Campaign:
     """One campaign: what it is, its notebooks (by number; None: every one no other campaign lists),
     its runs and the other result folders under ``results/`` it rebuilds whole (``{KEY}`` filled in
-    from the preset's notebook parameters, ``{preset}`` with the preset's name)."""
+    from the preset's notebook parameters, ``{preset}`` with the preset's name), and the notebook
+    parameter listing its seeds (a quick variant trains the first of them)."""
 
     about: str
     notebooks: tuple[int, ...] | None
     runs: tuple[Runs, ...] = ()
     folders: tuple[str, ...] = field(default=())
+    seeds: str = "SEEDS"
 
 
 # Notebook 11's variants (notebooks/_regime.py) and notebook 08's (notebooks/_fidelity_dial.py).
@@ -73,8 +75,13 @@ CAMPAIGNS: dict[str, Campaign] = {
                         "at the preset's PRIMARY_SEEDS, in looks)",
                         (13,), runs=(Runs((DEFAULT,), seeds="PRIMARY_SEEDS"),)),
     "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at three seeds, each seed with its own warm start)",
-                    (7,), folders=("train/{LLM_PRESET}",)),
+                    (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS"),
 }
+
+
+def quick_seed(campaign: str, preset: str) -> int:
+    """The seed a quick variant of ``campaign`` trains at ``preset``: the first of the campaign's seeds."""
+    return notebook_params(preset)[CAMPAIGNS[campaign].seeds][0]
 
 
 def campaign_of(name: str) -> str:

@@ -70,9 +70,10 @@ from pathlib import Path
 import nbformat
 
 from wmrl import record
-from wmrl.campaigns import CAMPAIGNS, campaign_of, selection
+from wmrl.campaigns import CAMPAIGNS, campaign_of, quick_seed, selection
 from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
+from wmrl.presets import notebook_params
 from wmrl.provenance import REPO, atomic_path, provenance
 
 __all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover", "executions",
@@ -100,6 +101,8 @@ QUICKSTART = (
     ("make reproduce-primary", "notebook 13: the primary family, declared in advance, at 12 new seeds in two looks",
      "primary"),
     ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, three seeds", "llm"),
+    ("make reproduce-llm-quick", "a first look at notebook 07: its five arms at one seed, in results/runs/ (intervals over its tasks only)",
+     "llm-quick"),
     (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
      "run:wmrl/seed0"),
 )
@@ -332,11 +335,16 @@ def timings(results: Path = RESULTS, preset: str = REPLAY_PRESET) -> dict:
     results = Path(results)
     out = {"source": "the sum of wall_s in each run's summary.json under results/ (python -m wmrl.reproduce --timings)",
            "preset": preset}
-    for campaign in CAMPAIGNS:
-        out[campaign] = _entry(_summaries(selection(campaign, results, preset)), CAMPAIGNS[campaign].about)
+    for campaign in CAMPAIGNS:  # results/runs/ holds variants' scratch runs, not the committed ones
+        committed = [p for p in selection(campaign, results, preset) if p != results / "runs"]
+        out[campaign] = _entry(_summaries(committed), CAMPAIGNS[campaign].about)
     quick = [p for p in selection("paper", results, preset, seeds=[0]) if p.parent.parent == results / "train" / preset
              and "~" not in p.parent.name]
     out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 (make reproduce-quick)")
+    llm = results / "train" / notebook_params(preset)["LLM_PRESET"]
+    seed = quick_seed("llm", preset)
+    out["llm-quick"] = _entry(_summaries(sorted(llm.glob(f"*/seed{seed}"))),
+                              f"notebook 07's arms at seed {seed} (make reproduce-llm-quick)")
     for _, _, key in QUICKSTART:
         if key.startswith("run:"):
             out[key] = _entry(_summaries([results / "train" / preset / key[4:]]), f"one run, {key[4:]}")
@@ -417,8 +425,11 @@ def main(argv=None) -> int:
     parser.add_argument("--replay-executions", action="store_true", help="retrain from the execution record "
                         "(<results>/executions/) into results/runs/replay-executions*/, executing nothing, and "
                         "compare every result and figure with the recorded campaign's")
-    parser.add_argument("--seeds", nargs="+", type=int, metavar="S",
-                        help="train only these seeds (default: the preset's); a variant: trains only")
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", nargs="+", type=int, metavar="S",
+                       help="train only these seeds (default: the preset's); a variant: trains only")
+    seeds.add_argument("--quick", action="store_true", help="with --campaign: a variant at the first of the "
+                       "campaign's seeds (a first look, no intervals)")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3, this interpreter)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell in replay (default 3600)")
     args = parser.parse_args(argv)
@@ -428,6 +439,10 @@ def main(argv=None) -> int:
         write_timings()
         print(f"wrote {TIMINGS} and {README}'s quick-start table")
         return 0
+    if args.quick:
+        if not args.campaign:
+            parser.error("--quick trains the first of a campaign's seeds: it needs --campaign")
+        args.seeds = [quick_seed(args.campaign, args.preset)]
     if args.fresh and (not args.campaign or args.replay_only):
         parser.error("--fresh removes a campaign's runs before training them: it needs --campaign and training "
                      "(not --replay-only)")

@@ -292,9 +292,24 @@ def write_results_page(results: str | Path, out: str | Path, preset: str = "smal
     return out
 
 
+def _over_tasks_sentence(page_lines: list[str]) -> str:
+    """The language-model agent's claims as one sentence: each comparison with its primary analysis (over
+    held-out tasks and seeds), read from the page's table under that family's heading; "" without one."""
+    heading, inside, said = f"## {FAMILIES[-1][0]}", False, []
+    for line in page_lines:
+        if line.startswith("## "):
+            inside = line == heading
+        cells = [c.strip() for c in line.strip("|").split(" | ")] if line.startswith("| ") else []
+        if inside and len(cells) == len(OVER_TASKS_HEADER[1].split("|")) - 2 and cells[0] != "claim" \
+                and not set(cells[0]) <= set("-"):
+            said.append(f"{cells[3].split(' = ')[0]} = {cells[5]}")
+    return (f"**{FAMILIES[-1][0][0].upper()}{FAMILIES[-1][0][1:]}** ([notebook 07](notebooks/07_llm_agent.ipynb), "
+            f"its own runs), points of held-out Avg paired over held-out tasks and seeds: {'; '.join(said)}.") if said else ""
+
+
 def write_readme_summary(page: str | Path, readme: str | Path) -> None:
-    """Copy the primary family's claims (the rows under :data:`PRIMARY_HEADING`, five columns) and the page's
-    "In short" paragraph into the README's block between :data:`README_BEGIN` and :data:`README_END`, so the
+    """Copy the primary family's claims (the rows under :data:`PRIMARY_HEADING`, five columns), the page's
+    "In short" paragraph and the language-model agent's claims over tasks into the README's block between :data:`README_BEGIN` and :data:`README_END`, so the
     front door's summary is the results' and cannot drift from them."""
     readme = Path(readme)
     page_lines = Path(page).read_text().splitlines()
@@ -313,6 +328,8 @@ def write_readme_summary(page: str | Path, readme: str | Path) -> None:
         raise ValueError(f"{readme} has no results block ({README_BEGIN} ... {README_END})")
     head, rest = text.split(README_BEGIN, 1)
     block = "\n".join(primary + ["", short]) if len(primary) > 2 else short
+    llm = _over_tasks_sentence(page_lines)
+    block += f"\n\n{llm}" if llm else ""
     new = f"{head}{README_BEGIN}\n{block}\n{README_END}{rest.split(README_END, 1)[1]}"
     if new != text:
         readme.write_text(new)

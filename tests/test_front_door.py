@@ -1,0 +1,46 @@
+"""The front door's limits: a README a newcomer reads in minutes, a short Makefile, no lab diary in code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from wmrl.provenance import REPO
+
+# Dates and issue numbers belong in git log and generated files, not in the package, README or Makefile.
+DIARY = re.compile(r"20[0-9]{2}-[0-9]{2}-[0-9]{2}|issue [0-9]+", re.IGNORECASE)
+
+
+def _tracked(*paths: str) -> list[str]:
+    out = subprocess.run(["git", "ls-files", *paths], cwd=REPO, capture_output=True, text=True, check=True)
+    return [p for p in out.stdout.splitlines() if (REPO / p).is_file()]
+
+
+def test_the_readme_is_at_most_250_lines_and_2000_words_and_shows_what_it_promises():
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 250 and len(text.split()) <= 2000, (len(text.splitlines()), len(text.split()))
+    order = ["## Results at a glance", "## Quick start", "## The notebooks", "## Reading the method", "## Extending",
+             "## Scope and departures from the paper", "## Tests"]
+    assert [text.index(h) for h in order] == sorted(text.index(h) for h in order)
+    for link in re.findall(r"\]\(((?:docs|notebooks|figures)/[^)#]+)\)", text):
+        assert (REPO / link).exists(), f"the README links to {link}, which is not there"
+
+
+def test_the_makefile_is_at_most_80_lines():
+    assert len((REPO / "Makefile").read_text().splitlines()) <= 80
+
+
+def test_no_dates_or_issue_numbers_in_the_package_the_readme_or_the_makefile():
+    found = []
+    for path in _tracked("wmrl", "README.md", "Makefile"):
+        if not path.endswith((".py", ".md", ".toml", ".yaml", ".yml", ".txt")) and path != "Makefile":
+            continue
+        for n, line in enumerate((REPO / path).read_text().splitlines(), 1):
+            if DIARY.search(line):
+                found.append(f"{path}:{n}: {line.strip()[:100]}")
+    assert not found, "\n".join(found)
+
+
+def test_the_diary_pattern_finds_what_it_should():
+    assert DIARY.search("written 2026-12-02, not yet run") and DIARY.search("as Issue 13 asked")
+    assert not DIARY.search("seed 2026 and 12 steps") and not DIARY.search("the issue is the budget")
