@@ -134,29 +134,27 @@ print(f"Avg recomputed from eval.parquet for {len(logged)} runs: max |difference
       f"{np.abs(recomputed.loc[logged.index] - logged).max():.1e}")
 
 # %% [markdown]
-# ## 4. Figures: score against compute, and learning curves
+# ## 4. Figures: the score, and learning curves against steps and compute
 #
-# Top left: held-out Avg per arm (bars: mean; error bars: 95% CI; dots: seeds). Top right: the
-# final score against each run's total charged compute. Bottom: held-out Avg at each evaluation
-# step (`eval.parquet`; step 0 is the untrained policy every arm of a seed starts from), against
-# training steps and against the charged compute spent so far; the dashed line is GRPO's final
-# score (mean over seeds), the level C3 asks each arm to reach.
+# Left: held-out Avg per arm (bars: mean; error bars: 95% CI; dots: seeds). Middle and right:
+# held-out Avg at each evaluation step (`eval.parquet`; step 0 is the untrained policy every arm of
+# a seed starts from), against training steps and against the charged compute spent so far (log
+# scale: a run's last point is its final score at its total compute); the dotted line is GRPO's
+# final score (mean over seeds), the level C3 asks each arm to reach.
 
 # %%
 avg = stats.arm_summary(runs, "avg", ARMS_HERE, 100)
 trained = [a for a in ARMS_HERE if a != "untrained"]
-fig, axes = plt.subplots(2, 2, figsize=(13, 9))
-plots.bar_ci(axes[0, 0], avg, "held-out Avg (percentile points)", "Held-out score")
-plots.score_vs_compute(axes[0, 1], runs, trained, log=True,
-                       levels={a: avg.loc[a, "mean"] for a in ARMS_HERE if a == "untrained"})
-plots.plot_curves(axes[1, 0], curves, trained)
+fig, axes = plt.subplots(1, 3, figsize=(19, 5.2))
+plots.bar_ci(axes[0], avg, "held-out Avg (percentile points)", "Held-out score")
+plots.plot_curves(axes[1], curves, trained)
 finals = curves[curves.step == curves.step.max()]
-plots.plot_curves(axes[1, 1], curves, trained, x="compute_min", xlabel="charged compute so far (CPU-minutes)",
+plots.plot_curves(axes[2], curves, trained, x="compute_min", xlabel="charged compute so far (CPU-minutes)",
                   title="Learning curves against compute", log=True,
                   levels={"GRPO's final score (mean)": finals[finals.arm == "grpo"].avg.mean()} if "grpo" in trained else {})
 fig.tight_layout()
-nb.save_figure(fig, "01_main_table", cfg, "Held-out Avg (95% CI over seeds, dots: seeds), final score against charged "
-               "compute, and learning curves against steps and compute of untrained / grpo / wm / wmrl (Table 1 analog).",
+nb.save_figure(fig, "01_main_table", cfg, "Held-out Avg (95% CI over seeds, dots: seeds) and learning curves against "
+               "steps and charged compute of untrained / grpo / wm / wmrl (Table 1 analog).",
                sources=[f"{d}/{f}" for d in runs.dir for f in ("summary.json", "eval.parquet", "ledger.parquet")])
 plt.show()
 
@@ -200,6 +198,11 @@ display(claims.claims_display(table))
 # a trained arm's excess over it is training noise (`noise.campaign_sizing`). From these two, the
 # detectable paired difference of a few campaign designs, the seeds that 3 points would need, and
 # the hours the arms of this table would take on this machine at their runs' measured wall time.
+# That split takes a trained policy's evaluation noise to be the untrained one's; where
+# `python -m bench.eval_repeats` has re-evaluated trained final policies with fresh draws
+# (`results/noise/<preset>/eval_repeats.parquet`), the last lines measure it instead
+# (`noise.repeat_noise`: the SD within a policy, with its 95% interval, and its share of the
+# arm's variance over seeds).
 
 # %% tags=["nbval-check-output"]
 if "untrained" in ARMS_HERE and len(ARMS_HERE) > 1 and runs[runs.arm == "untrained"].seed.nunique() > 1:
@@ -207,6 +210,17 @@ if "untrained" in ARMS_HERE and len(ARMS_HERE) > 1 and runs[runs.arm == "untrain
     print(sizing.components.round(2).to_string(), "\n")
     print(sizing.designs.round(1).to_string(index=False), "\n")
     print(sizing.sentence(f"a comparison of this table ({', '.join(ARMS_HERE)})"))
+    repeats_file = cfg.results_dir / "noise" / cfg.preset / "eval_repeats.parquet"
+    if repeats_file.is_file():
+        repeats = pd.read_parquet(repeats_file)
+        measured = noise.repeat_noise(repeats[repeats.arm.isin(ARMS_HERE)], runs)
+        display(measured.round(2))
+        for arm, m in measured.iterrows():
+            print(f"{arm}: {m.evaluations} fresh evaluations of {m.policies} final {'policies' if m.policies > 1 else 'policy'}"
+                  f" give an evaluation SD of {m.sd_eval:.1f} [{m.sd_eval_lo:.1f}, {m.sd_eval_hi:.1f}] points (the untrained "
+                  f"policy's over seeds: {m.sd_untrained:.1f}), {m.eval_share:.0%} [{m.eval_share_lo:.0%}, "
+                  f"{m.eval_share_hi:.0%}] of {arm}'s variance over {m.seeds} seeds, where the split above assumed "
+                  f"{sizing.components.loc[arm, 'eval_share']:.0%}.")
 else:
     print("the noise split needs the untrained arm at two seeds or more, beside a trained arm")
 

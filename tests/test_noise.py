@@ -45,6 +45,26 @@ def test_a_policy_fixed_across_seeds_measures_evaluation_noise_alone():
         noise.noise_from_fixed_policy(runs[runs.seed == 0], ["wmrl"])
 
 
+def test_repeated_evaluations_of_trained_policies_give_the_pooled_within_policy_variance_and_its_share():
+    from statsmodels.formula.api import ols
+    from statsmodels.stats.anova import anova_lm
+
+    repeats = pd.DataFrame({"arm": ["grpo"] * 8, "seed": [0] * 4 + [1] * 4, "repeat": [0, 1, 2, 3] * 2,
+                            "avg": [0.50, 0.56, 0.47, 0.55, 0.40, 0.44, 0.37, 0.41]})
+    check = pd.concat([repeats, repeats.iloc[[0]].assign(repeat=-1, avg=0.9)])  # the own-draws check is left out
+    runs = pd.DataFrame({"arm": ["untrained"] * 3 + ["grpo"] * 3, "seed": [0, 1, 2] * 2,
+                         "avg": [0.30, 0.33, 0.28, 0.52, 0.40, 0.61]})
+    t = noise.repeat_noise(check, runs).loc["grpo"]
+    ms_within = anova_lm(ols("avg ~ C(seed)", repeats.assign(avg=100 * repeats.avg)).fit())["mean_sq"].iloc[1]
+    assert t.sd_eval == pytest.approx(np.sqrt(ms_within)) and (t.policies, t.evaluations) == (2, 8)
+    assert t.sd_eval_lo < t.sd_eval < t.sd_eval_hi
+    total = np.var([52, 40, 61], ddof=1)
+    assert t.eval_share == pytest.approx(ms_within / total) and t.eval_share_lo < t.eval_share < t.eval_share_hi
+    assert t.sd_untrained == pytest.approx(np.std([30, 33, 28], ddof=1))
+    with pytest.raises(ValueError, match="two evaluations"):
+        noise.repeat_noise(repeats[repeats.repeat == 0], runs)
+
+
 def test_the_evaluation_sds_interval_covers_the_true_sd_95_percent_of_the_time():
     rng = np.random.default_rng(3)
     hits = []

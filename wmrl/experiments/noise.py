@@ -13,6 +13,8 @@ Two ways to separate them:
   :math:`\sigma^2_{eval} = MS_{within}`,
   :math:`\sigma^2_{train} = (MS_{between} - MS_{within}) / n_0`, with :math:`n_0` the effective
   number of repeats per seed, floored at 0.
+- :func:`repeat_noise`: the same, measured on trained policies re-evaluated with fresh draws
+  (``python -m bench.eval_repeats``), set beside each arm's variance over seeds.
 - :func:`noise_from_fixed_policy`: no repeats, but an arm whose *policy* is identical at every
   seed (``untrained``: the grammar policy's heads start at zero, so its distribution does not
   depend on the seed). Its spread over seeds is evaluation noise alone, and for a trained arm
@@ -37,7 +39,7 @@ from scipy import stats
 from wmrl.experiments.stats import ALPHA, POWER, min_detectable_difference
 
 __all__ = ["DESIGNS", "GOAL_DESIGNS", "GOAL_POINTS", "Sizing", "campaign_sizing", "noise_from_fixed_policy", "projected_mdd",
-           "seeds_to_detect", "variance_components"]
+           "repeat_noise", "seeds_to_detect", "variance_components"]
 
 #: Campaign designs a sizing projects: (seeds, None for the seeds measured; evaluation repeats; CRN correlation).
 DESIGNS = ((None, 1, 0.0), (10, 1, 0.0), (10, 4, 0.0), (10, 4, 0.5), (20, 4, 0.5))
@@ -94,6 +96,33 @@ def noise_from_fixed_policy(runs: pd.DataFrame, arms, col: str = "avg", fixed_ar
         rows.append({"arm": arm, "seeds": len(v), "sd_total": np.sqrt(total), "sd_eval": np.sqrt(var_eval),
                      "sd_eval_lo": float(lo), "sd_eval_hi": float(hi),
                      "sd_train": np.sqrt(train), "eval_share": min(1.0, var_eval / total) if total > 0 else float("nan")})
+    return pd.DataFrame(rows).set_index("arm")
+
+
+def repeat_noise(repeats: pd.DataFrame, runs: pd.DataFrame, col: str = "avg", scale: float = 100.0,
+                 fixed_arm: str = "untrained") -> pd.DataFrame:
+    """Per arm of ``repeats`` (rows: ``arm``, ``seed``, ``repeat`` >= 0, ``col``; several evaluations of one trained
+    policy with fresh draws): the evaluation SD pooled within each (arm, seed) with its 95% chi-square
+    interval, the arm's SD over the seeds of ``runs`` (one score per run) and the evaluation share of that
+    variance with its interval; and ``fixed_arm``'s SD over seeds, the estimate the fixed-policy split uses."""
+    fixed = runs.loc[runs.arm == fixed_arm, col].dropna().to_numpy(float) * scale
+    rows = []
+    for arm, own in repeats[repeats["repeat"] >= 0].groupby("arm", sort=False):
+        groups = [g[col].dropna().to_numpy(float) * scale for _, g in own.groupby("seed")]
+        df = int(sum(len(g) - 1 for g in groups))
+        if df < 1:
+            raise ValueError(f"{arm}: need two evaluations of one policy or more, got {[len(g) for g in groups]}")
+        var_eval = float(sum(((g - g.mean()) ** 2).sum() for g in groups) / df)
+        lo, hi = (df * var_eval / stats.chi2.ppf(q, df) for q in (1 - ALPHA / 2, ALPHA / 2))
+        seeds = runs.loc[runs.arm == arm, col].dropna().to_numpy(float) * scale
+        total = float(seeds.var(ddof=1)) if len(seeds) > 1 else float("nan")
+        rows.append({"arm": arm, "policies": len(groups), "evaluations": int(sum(len(g) for g in groups)),
+                     "sd_eval": np.sqrt(var_eval), "sd_eval_lo": np.sqrt(lo), "sd_eval_hi": np.sqrt(hi),
+                     "seeds": len(seeds), "sd_total": np.sqrt(total),
+                     "eval_share": min(1.0, var_eval / total) if total > 0 else float("nan"),
+                     "eval_share_lo": min(1.0, lo / total) if total > 0 else float("nan"),
+                     "eval_share_hi": min(1.0, hi / total) if total > 0 else float("nan"),
+                     f"sd_{fixed_arm}": float(fixed.std(ddof=1)) if len(fixed) > 1 else float("nan")})
     return pd.DataFrame(rows).set_index("arm")
 
 

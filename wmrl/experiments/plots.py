@@ -37,7 +37,6 @@ __all__ = [
     "figure_problems",
     "mean_band",
     "plot_curves",
-    "score_vs_compute",
     "use_style",
 ]
 
@@ -156,37 +155,6 @@ def plot_curves(ax, curves: pd.DataFrame, arms, *, x: str = "step", reference: s
         ax.set_xlim(left=0)  # compute is never negative
         xlabel += " (log scale above the first evaluation)"
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title or f"Learning curves ({seeds} seeds)")
-
-
-def score_vs_compute(ax, runs: pd.DataFrame, arms, *, y: str = "avg", x: str = "total_charged_min",
-                     yscale: float = 100.0, xlabel: str = "charged compute per run (CPU-minutes)",
-                     ylabel: str = "held-out Avg (percentile points)", title: str = "Score against compute",
-                     levels: dict[str, float] | None = None, log: bool = False) -> None:
-    """Final score against total compute: one dot per seed, the mean with 95% CI bars on both axes.
-
-    ``levels``: arms without compute (``untrained``) drawn as a dashed level at their mean score;
-    ``log``: a log compute axis (the arms' costs span orders of magnitude).
-    """
-    for arm in arms:
-        d = runs[runs.arm == arm]
-        xv, yv = d[x].to_numpy(float), d[y].to_numpy(float) * yscale
-        c = arm_color(arm)
-        ax.plot(xv, yv, "o", ms=4, color=c, mfc="white", alpha=0.8)
-        mx, xlo, xhi = mean_ci(xv)
-        my, ylo, yhi = mean_ci(yv)
-        xerr = None if np.isnan(xlo) else [[mx - xlo], [xhi - mx]]
-        yerr = None if np.isnan(ylo) else [[my - ylo], [yhi - my]]
-        ax.errorbar([mx], [my], xerr=xerr, yerr=yerr, fmt="s", ms=7, color=c, capsize=3, label=arm)
-    for arm, level in (levels or {}).items():
-        ax.axhline(level, color=arm_color(arm), ls="--", lw=1, label=f"{arm} (mean, no training compute)")
-    if log:
-        ax.set_xscale("log")
-        xlabel += " (log scale)"
-    handles, _ = ax.get_legend_handles_labels()
-    handles += [Line2D([], [], color="k", marker="s", label=f"mean, {CI_LABEL}"),
-                Line2D([], [], ls="", marker="o", ms=4, color="k", mfc="white", label="one seed")]
-    ax.legend(handles=handles, loc="best")
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
 
 
 def describe_axes(fig) -> list[dict]:

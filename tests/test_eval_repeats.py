@@ -1,0 +1,35 @@
+"""``python -m bench.eval_repeats``: a final policy re-evaluated with fresh draws, at the smoke preset."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from bench import eval_repeats
+from wmrl.experiments import noise
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+def test_a_retrained_policy_scores_as_committed_on_its_own_draws_and_spreads_on_fresh_ones(tmp_path):
+    from wmrl.experiments.run import run_arm
+    from wmrl.runs import run_dir
+
+    committed = run_arm("grpo", "smoke", seed=0, out=run_dir(tmp_path, "smoke", "grpo", 0), progress=False)
+    assert eval_repeats.main(["--arms", "grpo", "--seeds", "0", "--repeats", "2", "--preset", "smoke",
+                              "--results", str(tmp_path)]) == 0
+    path = tmp_path / "noise" / "smoke" / "eval_repeats.parquet"
+    rows = pd.read_parquet(path)
+    assert list(rows["repeat"]) == [-1, 0, 1] and list(rows.draws) == [0, eval_repeats.DRAW_BASE, eval_repeats.DRAW_BASE + 1]
+    own = rows[rows["repeat"] == -1].iloc[0]
+    assert own.committed_avg == committed["heldout"]["avg"] and own.retrained_avg == pytest.approx(own.committed_avg, abs=0.05)
+    assert json.loads(path.with_name(path.name + ".provenance.json").read_text())["command"].startswith("python -m bench.eval_repeats")
+    runs = pd.DataFrame({"arm": ["grpo", "grpo"], "seed": [0, 1], "avg": [committed["heldout"]["avg"], 0.1]})
+    assert noise.repeat_noise(rows, runs).loc["grpo", "evaluations"] == 2
+
+
+def test_one_evaluation_is_refused():
+    with pytest.raises(SystemExit):
+        eval_repeats.main(["--repeats", "1"])
