@@ -216,10 +216,11 @@ if "untrained" in ARMS_HERE and len(ARMS_HERE) > 1 and runs[runs.arm == "untrain
         measured = noise.repeat_noise(repeats[repeats.arm.isin(ARMS_HERE)], runs)
         display(measured.round(2))
         for arm, m in measured.iterrows():
-            print(f"{arm}: {m.evaluations} fresh evaluations of {m.policies} final {'policies' if m.policies > 1 else 'policy'}"
+            n, k = int(m.evaluations), int(m.policies)
+            print(f"{arm}: {n} fresh evaluations of {k} final {'policies' if k > 1 else 'policy'}"
                   f" give an evaluation SD of {m.sd_eval:.1f} [{m.sd_eval_lo:.1f}, {m.sd_eval_hi:.1f}] points (the untrained "
                   f"policy's over seeds: {m.sd_untrained:.1f}), {m.eval_share:.0%} [{m.eval_share_lo:.0%}, "
-                  f"{m.eval_share_hi:.0%}] of {arm}'s variance over {m.seeds} seeds, where the split above assumed "
+                  f"{m.eval_share_hi:.0%}] of {arm}'s variance over {int(m.seeds)} seeds, where the split above assumed "
                   f"{sizing.components.loc[arm, 'eval_share']:.0%}.")
 else:
     print("the noise split needs the untrained arm at two seeds or more, beside a trained arm")
