@@ -337,8 +337,8 @@ plt.show()
 # readout's own), so this text cannot say more than the numbers.
 
 # %% tags=["nbval-check-output"]
-print("\n".join(r.sentences))
 nb.save_claims(la.declaration(r), cfg, "the language-model agent", r.sentences)  # what RESULTS.md reads
+print("\n".join(r.sentences))
 
 # %% [markdown]
 # ## 9. At paper scale

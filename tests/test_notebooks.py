@@ -158,3 +158,13 @@ def test_results_round_trip_with_a_provenance_sidecar(tmp_path):
     assert nb.provenance_table(cfg, "sub").file.tolist() == ["x.parquet"]
     with pytest.raises(nb.ParameterError, match="MODE='train'"):
         nb.load_results("missing", cfg, "sub")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_committed_notebook_shows_no_path_of_the_machine_it_ran_on(name):
+    """A checked output that names this checkout's absolute path fails nbval in any other clone."""
+    cells = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4).cells
+    checked = [c for c in cells if "nbval-check-output" in c.metadata.get("tags", [])]
+    for cell in checked:
+        text = nbformat.writes(nbformat.v4.new_notebook(cells=[cell]))
+        assert str(NOTEBOOKS.parent) + "/" not in text, f"a checked cell of {name}.ipynb names {NOTEBOOKS.parent}"
