@@ -33,10 +33,12 @@
 #    cost minutes per script for a CPU model) side by side, the LLM on a subset (`FIDELITY_LLM_N`);
 # 3. during training (`wmrl` runs): anchor-pair fidelity, $\hat\eta^2$ and $\rho$ per step, and the
 #    drift of the isotonic map (`calibration.json`);
-# 4. the program-analysis world model's two error profiles, `pessimistic` (this project's first
-#    default, which failed scripts on suspicion) and `paper` (today's default: pass unless a check
-#    finds a certain defect, as the paper's DEFAULT-TO-PASS prompt asks), on the scripts of the
-#    *trained* `wmrl` agent (first seed) and of the untrained one, training and held-out tasks,
+# 4. the program-analysis world model's error profiles, `pessimistic` (this project's first
+#    default, which failed scripts on suspicion), `paper` (today's default: pass unless a check
+#    finds a certain defect, as the paper's DEFAULT-TO-PASS prompt asks; its two fitted constants
+#    fitted on scripts of the training tasks) and `paper_tuning` (the same model, its constants
+#    fitted on the tuning split instead: tasks no run trains or evaluates on), on the scripts of
+#    the *trained* `wmrl` agent (first seed) and of the untrained one, training and held-out tasks,
 #    executed once (`measure` of `_wm_profile.py`, beside this notebook).
 #
 # **What this world model is.** A designer-written program analysis (`wmrl.world_model.static`):
@@ -46,8 +48,10 @@
 # that come from sharing the backbone (the world model improving or degrading with the policy's
 # representation, and its errors being correlated with the agent's own blind spots). Its `paper`
 # profile's quality weights and budget margin were fitted once on a separate tuning set of scripts
-# (`python notebooks/_wm_profile.py tune`: training tasks only, none of the scripts below, no
-# anchor pair of any run).
+# of the training tasks (`python notebooks/_wm_profile.py tune --split train`: none of the scripts
+# below, no anchor pair of any run), so in training it scores tasks whose real outcomes it was
+# fitted on; the `paper_tuning` profile's were fitted on the pool's tuning split (`--split
+# tuning`), seven tasks that no run trains or evaluates on. Section 5 compares them.
 
 # %% tags=["parameters"]
 MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": score the fixed set, train missing runs
@@ -140,14 +144,18 @@ if cfg.train and PER_TASK:  # section 5: the final policy of the first seed's ru
     from _wm_profile import item_rows, measure  # beside this notebook
 
     agent_run = Path(runs.dir.iloc[0])
-    if (agent_run / "checkpoint.pt").is_file():
-        tasks = PROFILE_TASKS or None
-        profile = measure(pool, agent_run, per_task=PER_TASK, untrained_n=PER_TASK * len(pool.train[:tasks]),
-                          workers=os.cpu_count() or 1, preset=cfg.preset, max_tasks=tasks)
-        nb.save_results(item_rows(profile).assign(run=str(agent_run.relative_to(cfg.results_dir))), "profile_rows",
-                        cfg, SUB)
-    else:
-        print(f"section 5 not measured: {agent_run} has no checkpoint.pt (its policy); retrain the run to measure it")
+    if not (agent_run / "checkpoint.pt").is_file():  # a committed run keeps its log, not its policy:
+        from wmrl.experiments.run import run_arm  # train the same run again, beside the results (CPU-time
+
+        seed0 = int(runs.seed.iloc[0])  # jitter can make its policy differ from the committed run's)
+        agent_run = cfg.results_dir / "runs" / "fidelity-policy" / cfg.preset / "wmrl" / f"seed{seed0}"
+        print(f"{runs.dir.iloc[0]} has no checkpoint.pt (its policy); training wmrl seed {seed0} again into {agent_run}")
+        run_arm("wmrl", cfg.preset, seed=seed0, out=agent_run)
+    tasks = PROFILE_TASKS or None
+    profile = measure(pool, agent_run, per_task=PER_TASK, untrained_n=PER_TASK * len(pool.train[:tasks]),
+                      workers=os.cpu_count() or 1, preset=cfg.preset, max_tasks=tasks)
+    nb.save_results(item_rows(profile).assign(run=str(agent_run.relative_to(cfg.results_dir))), "profile_rows",
+                    cfg, SUB)
 
 # %% [markdown]
 # ## 2. Fidelity numbers
@@ -401,12 +409,16 @@ summary = pd.Series({
 print(summary.to_string())
 
 # %% [markdown]
-# ## 5. The two error profiles on a trained agent's scripts
+# ## 5. The error profiles on a trained agent's scripts, and where their constants were fitted
 #
 # Each script of the trained `wmrl` agent (its final policy; every turn of a group of
 # `FIDELITY_PROFILE_PER_TASK` trajectories per task, real feedback between turns) and of the
-# untrained one (its habits, as many scripts per task), executed once, is predicted by both profiles
-# with the same seed. Per (agent, tasks, profile): the real and predicted rate of valid runs, status
+# untrained one (its habits, as many scripts per task), executed once, is predicted by every profile
+# with the same seed: `pessimistic`, `paper` (constants fitted on the training tasks) and
+# `paper_tuning` (fitted on the tuning split). On the training tasks, `paper` against `paper_tuning`
+# is what fitting the model on the tasks it scores buys it; on the held-out tasks neither was fitted.
+# When the committed run keeps no policy, the same run is trained again beside the results
+# (`results/runs/fidelity-policy/`) and its final policy measured; the table names it. Per (agent, tasks, profile): the real and predicted rate of valid runs, status
 # accuracy, MAE and mean error of the ladder reward (calibration-in-the-large: > 0 is optimistic),
 # Spearman over all scripts and within a group (what GRPO's advantages use; a group predicted as one
 # value counts 0). `(not tuned on)` rows drop the scripts that are also in the `paper` profile's

@@ -1,26 +1,29 @@
 """Tune and measure the program-analysis world model's error profile: notebook 05's helper.
 
-``python notebooks/_wm_profile.py tune [--seed 1000] [--n 448]`` regenerates, from scratch,
-the constants of the ``paper`` profile that come from real outcomes: the additive quality model
-(:data:`wmrl.world_model.quality.QUALITY_WEIGHTS`) and the budget check's margin
-(:data:`wmrl.world_model.static.BUDGET_MARGIN`). It prints them (JSON) to paste into those modules,
-with diagnostics: the quality model's out-of-task Spearman (each task predicted by a fit on the
-others), and the share of real timeouts the margin catches.
+``python notebooks/_wm_profile.py tune --split tuning|train [--seed 1000] [--n 448]`` regenerates,
+from scratch, the constants of a profile that come from real outcomes: the additive quality model
+and the budget check's margin. ``--split tuning`` fits the ``paper_tuning`` profile's
+(:data:`wmrl.world_model.quality.QUALITY_WEIGHTS_TUNING`, :data:`wmrl.world_model.static.BUDGET_MARGIN_TUNING`)
+on the pool's tuning split, tasks no run trains or evaluates on; ``--split train`` the ``paper``
+profile's (:data:`~wmrl.world_model.quality.QUALITY_WEIGHTS`, :data:`~wmrl.world_model.static.BUDGET_MARGIN`)
+on the training tasks, which that profile then scores in training. It prints them (JSON) to paste
+into those modules, with diagnostics: the quality model's out-of-task Spearman (each task
+predicted by a fit on the others), and the share of real timeouts the margin catches.
 
 **The tuning set** (never an evaluation item): :data:`TUNING_N` scripts drawn with
-:func:`wmrl.agent.habits.sample_items` at seed :data:`TUNING_SEED` on the pool's *training* tasks,
-round robin, by :func:`runnable_choices`: the untrained agent's habits, except that the slots
-whose mistakes are certain defects (file, target, API, submission) take their correct option, so
-that most scripts run and reach the leaderboard, which is what the quality model needs; a script
-that is also in notebook 05's fixed set is dropped (none is, at these seeds). Each is
-executed once in the real sandbox of the ``small`` preset (2 s budget, warm local sandbox). No
-held-out task, no script of notebook 05's fixed set (seed ``FIDELITY_SEED`` = 0, the plain
-habits), no anchor pair of any run is used. Its outcomes are not committed (``--out`` writes them
-where you say).
+:func:`wmrl.agent.habits.sample_items` at seed :data:`TUNING_SEED` on the split's tasks, round
+robin, by :func:`runnable_choices`: the untrained agent's habits, except that the slots whose
+mistakes are certain defects (file, target, API, submission) take their correct option, so that
+most scripts run and reach the leaderboard, which is what the quality model needs; on the
+training tasks a script that is also in notebook 05's fixed set is dropped (none is, at these
+seeds). Each is executed once in the real sandbox of the ``small`` preset (2 s budget, warm local
+sandbox). No held-out task, no script of notebook 05's fixed set (seed ``FIDELITY_SEED`` = 0, the
+plain habits), no anchor pair of any run is used. Both sets' outcomes are committed as test
+fixtures (``tests/fixtures/wm_tuning_outcomes.parquet``, ``wm_tuning_split_outcomes.parquet``).
 
 ``python notebooks/_wm_profile.py measure --run DIR`` is the before/after measurement: the
 final policy of a trained run and the untrained agent write scripts for the training and the
-held-out tasks, the real sandbox executes them once, and both profiles predict them; it prints
+held-out tasks, the real sandbox executes them once, and every profile predicts them; it prints
 :func:`wmrl.world_model.fidelity.fidelity_summary`'s numbers per (agent, tasks, profile).
 """
 
@@ -49,9 +52,9 @@ from wmrl.world_model.analysis import analyse
 from wmrl.world_model.base import gate
 from wmrl.world_model.fidelity import fidelity_rows, fidelity_summary
 from wmrl.world_model.quality import script_traits, trait_vector
-from wmrl.world_model.static import WARM_STARTUP_S, ProgramAnalysisWorldModel, estimate_seconds
+from wmrl.world_model.static import PROFILES, WARM_STARTUP_S, ProgramAnalysisWorldModel, estimate_seconds
 
-__all__ = ["MEASURE_SEED", "TUNING_N", "TUNING_SEED", "fit_quality", "item_rows", "measure", "policy_items",
+__all__ = ["MEASURE_SEED", "SPLIT_PROFILES", "TUNING_N", "TUNING_SEED", "fit_quality", "item_rows", "measure", "policy_items",
            "runnable_choices", "trained_policy", "tune", "tuning_outcomes"]
 
 #: Seed of the tuning set's draws (notebook 05's fixed set is seed 0; evaluation draws use others).
@@ -83,12 +86,24 @@ def _fixed_set(pool) -> set[tuple[str, str]]:
     return {(t.name, c) for t, c in sample_items(pool.train, params["FIDELITY_N"], seed=params["FIDELITY_SEED"])}
 
 
-def tuning_outcomes(pool, n: int = TUNING_N, seed: int = TUNING_SEED, workers: int = 1) -> pd.DataFrame:
-    """Draw the tuning set, execute it for real, and tabulate what the tuning needs, one row a script."""
+#: The splits a profile's constants can be fitted on, and the profile each one's fit belongs to.
+SPLIT_PROFILES = {"train": "paper", "tuning": "paper_tuning"}
+
+
+def tuning_outcomes(pool, n: int = TUNING_N, seed: int = TUNING_SEED, workers: int = 1,
+                    split: str = "tuning") -> pd.DataFrame:
+    """Draw the tuning set on ``split``'s tasks, execute it for real, and tabulate what the tuning needs,
+    one row a script."""
+    if split not in SPLIT_PROFILES:
+        raise ValueError(f"split must be one of {sorted(SPLIT_PROFILES)}, got {split!r}")
+    tasks = getattr(pool, split)
+    if not tasks:
+        raise ValueError(f"the pool at {pool.root} has no {split!r} tasks (the small pool has a tuning split; an "
+                         "imported pool has none)")
     cfg = run_config("grpo", "small")
     sandbox = make_sandbox(cfg.sandbox)
-    fixed = _fixed_set(pool)
-    items = [it for it in sample_items(pool.train, n, seed=seed, choose=runnable_choices)
+    fixed = _fixed_set(pool) if split == "train" else set()
+    items = [it for it in sample_items(tasks, n, seed=seed, choose=runnable_choices)
              if (it[0].name, it[1]) not in fixed]
     results = sandbox.run_many(items, max_workers=workers)
     rows = []
@@ -150,16 +165,17 @@ def fit_budget(frame: pd.DataFrame) -> dict:
 
 
 def tune(pool, n: int = TUNING_N, seed: int = TUNING_SEED, workers: int = 1, out: str | None = None,
-         outcomes: str | None = None) -> dict:
+         outcomes: str | None = None, split: str = "tuning") -> dict:
     """The whole procedure: draw, execute, fit; returns the constants and the diagnostics.
 
     ``out``: also write the tuning set's outcomes there; ``outcomes``: refit from such a file
     instead of drawing and executing again (the fit alone, e.g. after changing it).
     """
-    frame = pd.read_parquet(outcomes) if outcomes else tuning_outcomes(pool, n, seed, workers)
+    frame = pd.read_parquet(outcomes) if outcomes else tuning_outcomes(pool, n, seed, workers, split)
     if out:
         frame.to_parquet(out, index=False)
-    return {"seed": seed, "n": len(frame), "status_counts": frame.status.value_counts().to_dict(),
+    return {"split": split, "profile": SPLIT_PROFILES[split], "seed": seed, "n": len(frame),
+            "tasks": sorted(frame.task.unique()), "status_counts": frame.status.value_counts().to_dict(),
             "quality": fit_quality(frame), "budget": fit_budget(frame)}
 
 
@@ -185,7 +201,7 @@ def trained_policy(run_dir: str | Path, task_dim: int):
 
 def measure(pool, run_dir: str | Path, per_task: int = 8, untrained_n: int = 96, seed: int = MEASURE_SEED,
             workers: int = 1, preset: str = "small", max_tasks: int | None = None) -> pd.DataFrame:
-    """Both profiles on the trained and the untrained agent's scripts, training and held-out tasks.
+    """Every profile on the trained and the untrained agent's scripts, training and held-out tasks.
 
     One row per (agent, tasks, profile) with :func:`fidelity_summary`'s numbers and the per-item
     ``rows``; a script that is also in the tuning set is flagged (``in_tuning_set``), and where
@@ -205,7 +221,7 @@ def measure(pool, run_dir: str | Path, per_task: int = 8, untrained_n: int = 96,
     out = []
     for (agent, split), (items, results, groups) in sets.items():
         seen = np.array([(t.name, c) in tuning for t, c in items])
-        for profile in ("pessimistic", "paper"):
+        for profile in PROFILES:
             wm = ProgramAnalysisWorldModel(cfg.world_model.temperature, seed, cfg.sandbox.timeout_s, WARM_STARTUP_S,
                                            profile=profile)
             rows = fidelity_rows(items, results, wm.predict_many(items), groups).assign(in_tuning_set=seen)
@@ -227,12 +243,14 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tune", help="regenerate the paper profile's tuned constants from the tuning set")
+    t.add_argument("--split", choices=sorted(SPLIT_PROFILES), default="tuning",
+                   help="tasks to fit on: the tuning split (paper_tuning profile) or the training tasks (paper)")
     t.add_argument("--seed", type=int, default=TUNING_SEED)
     t.add_argument("--n", type=int, default=TUNING_N)
     t.add_argument("--workers", type=int, default=1)
     t.add_argument("--out", default=None, help="write the tuning set's outcomes here (parquet)")
     t.add_argument("--outcomes", default=None, help="refit from outcomes written by --out (no execution)")
-    m = sub.add_parser("measure", help="both profiles on a trained run's and the untrained agent's scripts")
+    m = sub.add_parser("measure", help="every profile on a trained run's and the untrained agent's scripts")
     m.add_argument("--run", required=True, help="a grammar run folder with checkpoint.pt")
     m.add_argument("--per-task", type=int, default=8)
     m.add_argument("--workers", type=int, default=1)
@@ -242,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
 
     pool = get_pool()
     if args.cmd == "tune":
-        print(json.dumps(tune(pool, args.n, args.seed, args.workers, args.out, args.outcomes), indent=2, default=str))
+        print(json.dumps(tune(pool, args.n, args.seed, args.workers, args.out, args.outcomes, args.split), indent=2,
+                         default=str))
         return 0
     table = measure(pool, args.run, args.per_task, workers=args.workers)
     if args.out:

@@ -34,7 +34,7 @@ def test_success_keeping_pace_with_progress_is_not_called_hacking_and_missing_ar
     assert vla_hacking(hist[hist.arm == "wm"]) == []
 
 
-def test_the_profile_sentences_compare_the_two_profiles_on_each_agents_scripts():
+def test_the_profile_sentences_compare_the_profiles_on_each_agents_scripts():
     def row(agent, tasks, profile, pred_ok, mean_error, within, groups):
         return {"agent": agent, "tasks": tasks, "profile": profile, "n": 10, "real_ok_rate": 0.5, "pred_ok_rate": pred_ok,
                 "mean_error": mean_error, "within_group_spearman": within, "n_groups": groups}
@@ -43,10 +43,13 @@ def test_the_profile_sentences_compare_the_two_profiles_on_each_agents_scripts()
                             row("trained", "heldout", "paper", 0.6, 0.05, 0.5, 2),
                             row("trained", "train (not tuned on)", "paper", 0.6, 0.05, 0.5, 2),
                             row("untrained", "train", "pessimistic", 0.1, -0.2, float("nan"), 0),
-                            row("untrained", "train", "paper", 0.4, 0.0, float("nan"), 0)]).set_index(
+                            row("untrained", "train", "paper", 0.4, 0.0, float("nan"), 0),
+                            row("untrained", "train", "paper_tuning", 0.45, 0.03, float("nan"), 0)]).set_index(
         ["agent", "tasks", "profile"])
     first, second = profile_findings(summary)  # the "(not tuned on)" subset is not read twice
     assert first.startswith("On the trained agent's 10 scripts of the held-out tasks (50% run to a valid submission), "
                             "the paper profile predicts 60% valid (pessimistic: 20%)")
-    assert "a within-group Spearman of 0.50 (pessimistic: 0.30)" in first
+    assert first.endswith("a within-group Spearman of 0.50 (pessimistic: 0.30).")  # no paper_tuning row: no more
     assert "no within-group Spearman" in second and "training tasks" in second
+    assert second.endswith("Fitted on the tuning split instead of the training tasks, it predicts 45% valid, a mean "
+                           "reward error of +0.030.")

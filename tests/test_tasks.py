@@ -134,13 +134,16 @@ def test_pool_has_at_least_8_tabular_4_text_and_4_image_tasks(pool):
     assert counts["tabular"] >= 8 and counts["text"] >= 4 and counts["image"] >= 4, counts
 
 
-def test_every_category_has_training_and_held_out_tasks_split_by_size(pool):
+def test_every_category_has_training_and_held_out_tasks_split_by_size_and_the_tuning_split_apart(pool):
     for cat in CATEGORIES:
         train = [t for t in pool.train if t.category == cat]
         held = [t for t in pool.heldout if t.category == cat]
         assert train and held, cat
         assert min(t.size_bytes for t in held) > max(t.size_bytes for t in train), cat
-    assert {t.name for t in pool.train} | {t.name for t in pool.heldout} == set(pool.names)
+    splits = [{t.name for t in part} for part in (pool.train, pool.heldout, pool.tuning)]
+    assert set.union(*splits) == set(pool.names) and sum(map(len, splits)) == len(pool.names)  # each task in one
+    assert {t.name for t in pool.tuning} == {"employee_attrition", "concrete_strength", "olive_oil_area", "course_subject",
+                                             "fastfood_calories", "scan_patches", "colour_patches"}
 
 
 def test_manifest_records_every_task_with_its_checksum(pool):

@@ -1,9 +1,11 @@
 """Tuning the paper profile of the program-analysis world model: the procedure and its provenance.
 
-``tests/fixtures/wm_tuning_outcomes.parquet`` holds the tuning set's outcomes (448 scripts of the
-training tasks drawn at seed 1000 and executed once in the small preset's sandbox; 21 kB): the
-committed constants must be exactly what the committed procedure fits on them, and the traits
-stored there must be what the world model reads from those scripts today.
+``tests/fixtures/wm_tuning_outcomes.parquet`` holds the ``paper`` profile's tuning set's outcomes (448
+scripts of the training tasks drawn at seed 1000 and executed once in the small preset's sandbox),
+``wm_tuning_split_outcomes.parquet`` the ``paper_tuning`` profile's (448 scripts of the tuning
+split's tasks, the same way): the committed constants must be exactly what the committed procedure
+fits on them, and the traits stored there must be what the world model reads from those scripts
+today.
 """
 
 from __future__ import annotations
@@ -25,15 +27,11 @@ from notebooks._wm_profile import (
     runnable_choices,
 )
 from wmrl.agent import grammar
-from wmrl.world_model.quality import QUALITY_WEIGHTS
-from wmrl.world_model.static import BUDGET_MARGIN
+from wmrl.world_model.quality import QUALITY_WEIGHTS, QUALITY_WEIGHTS_TUNING
+from wmrl.world_model.static import BUDGET_MARGIN, BUDGET_MARGIN_TUNING
 
 OUTCOMES = Path(__file__).parent / "fixtures" / "wm_tuning_outcomes.parquet"
-
-
-@pytest.fixture(scope="module")
-def outcomes():
-    return pd.read_parquet(OUTCOMES)
+SPLIT_OUTCOMES = Path(__file__).parent / "fixtures" / "wm_tuning_split_outcomes.parquet"
 
 
 def test_the_tuning_sets_scripts_follow_the_habits_but_never_make_a_certain_mistake(tmp_path):
@@ -78,20 +76,51 @@ def test_the_budget_margin_is_the_estimates_95th_percentile_over_scripts_that_fi
     assert fit["timeouts_caught"] == 0.75 and (fit["n_finished"], fit["n_timeouts"]) == (200, 4)
 
 
-def test_the_committed_constants_are_the_fit_of_the_committed_tuning_outcomes(outcomes):
+#: Each split's committed outcomes, and the constants of the profile fitted on them.
+FITS = {"train": (OUTCOMES, QUALITY_WEIGHTS, BUDGET_MARGIN),
+        "tuning": (SPLIT_OUTCOMES, QUALITY_WEIGHTS_TUNING, BUDGET_MARGIN_TUNING)}
+
+
+@pytest.mark.parametrize("split", sorted(FITS))
+def test_the_committed_constants_are_the_fit_of_the_committed_tuning_outcomes(split):
+    path, weights, margin = FITS[split]
+    outcomes = pd.read_parquet(path)
     assert len(outcomes) == TUNING_N and outcomes.percentile.notna().sum() == (outcomes.status == "ok").sum()
     fit = fit_quality(outcomes)
-    assert fit["weights"] == QUALITY_WEIGHTS
-    assert fit_budget(outcomes)["margin"] == BUDGET_MARGIN
+    assert fit["weights"] == weights
+    assert fit_budget(outcomes)["margin"] == margin
 
 
-def test_the_tuning_outcomes_hold_the_traits_the_world_model_reads_from_their_scripts_today(pool, outcomes):
+@pytest.mark.parametrize("split", sorted(FITS))
+def test_the_tuning_outcomes_hold_the_traits_the_world_model_reads_from_their_scripts_today(pool, split):
     from wmrl.agent.habits import sample_items
     from wmrl.world_model.analysis import analyse
     from wmrl.world_model.quality import script_traits, trait_vector
 
-    items = sample_items(pool.train, TUNING_N, seed=TUNING_SEED, choose=runnable_choices)
+    outcomes = pd.read_parquet(FITS[split][0])
+    tasks = getattr(pool, split)
+    items = sample_items(tasks, TUNING_N, seed=TUNING_SEED, choose=runnable_choices)
     assert [t.name for t, _ in items] == outcomes.task.tolist()
-    assert all(t in pool.train for t, _ in items)  # training tasks only: never a held-out one
+    assert not {t.name for t, _ in items} & {t.name for t in pool.heldout}  # never a held-out task
+    if split == "tuning":  # nor a task any run trains on: the paper_tuning profile never scores its own tasks
+        assert not {t.name for t, _ in items} & {t.name for t in pool.train}
     for (task, code), stored in zip(items, outcomes.x):
         assert trait_vector(task, script_traits(task, code, analyse(task, code))) == json.loads(stored)
+
+
+def test_the_tuning_split_is_fitted_on_tasks_of_every_category_that_no_run_trains_or_evaluates_on(pool):
+    names = {t.name for t in pool.tuning}
+    assert names and not names & ({t.name for t in pool.train} | {t.name for t in pool.heldout})
+    assert {t.category for t in pool.tuning} == {t.category for t in pool.train}
+
+
+def test_a_split_the_pool_lacks_is_refused_before_anything_runs(tmp_path):
+    from notebooks._wm_profile import tuning_outcomes
+
+    class NoTuning:
+        root, tuning = tmp_path, []
+
+    with pytest.raises(ValueError, match="no 'tuning' tasks"):
+        tuning_outcomes(NoTuning())
+    with pytest.raises(ValueError, match="split must be one of"):
+        tuning_outcomes(NoTuning(), split="heldout")

@@ -155,6 +155,33 @@ def test_the_paper_profile_predicts_a_timeout_only_when_the_estimate_is_clearly_
     assert timeouts(BUDGET_MARGIN * 4, "paper") > 0.95  # far over: a timeout
 
 
+def test_the_paper_tuning_profile_is_the_paper_profile_with_the_constants_fitted_on_the_tuning_split(tasks):
+    from wmrl.world_model.analysis import analyse
+    from wmrl.world_model.quality import (
+        QUALITY_WEIGHTS,
+        QUALITY_WEIGHTS_TUNING,
+        bucket_distribution,
+        script_traits,
+        traits_expected,
+    )
+    from wmrl.world_model.static import BUDGET_MARGIN, BUDGET_MARGIN_TUNING, estimate_seconds
+
+    task = tasks["tabular"]
+    facts = analyse(task, CLEAN)
+    for profile, weights in (("paper", QUALITY_WEIGHTS), ("paper_tuning", QUALITY_WEIGHTS_TUNING)):
+        got = ProgramAnalysisWorldModel(temperature=1.0, profile=profile).quality_distribution(task, CLEAN)
+        assert got == pytest.approx(bucket_distribution(traits_expected(task, script_traits(task, CLEAN, facts), weights)))
+    suspicion = ProgramAnalysisWorldModel(temperature=0, profile="paper_tuning").predict(task, _mutate(*SUSPICION))
+    assert suspicion.status == "ok"  # default to pass, as the paper profile
+    seconds = estimate_seconds(task, facts)
+    ratio = (BUDGET_MARGIN * BUDGET_MARGIN_TUNING) ** 0.5  # between the two margins: each profile its own
+    rate = {p: sum(x.status == "timeout" for x in ProgramAnalysisWorldModel(0.7, 3, time_limit_s=seconds / ratio,
+                                                                            profile=p).predict_many([(task, CLEAN)] * 400)) / 400
+            for p in ("paper", "paper_tuning")}
+    tight, loose = sorted(rate, key={"paper": BUDGET_MARGIN, "paper_tuning": BUDGET_MARGIN_TUNING}.get)
+    assert BUDGET_MARGIN != BUDGET_MARGIN_TUNING and rate[tight] > 0.5 > rate[loose], rate  # over one, under the other
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_quality_prior_ranks_a_dummy_below_a_forest(tasks, profile):
     wm = ProgramAnalysisWorldModel(temperature=0, profile=profile)

@@ -84,6 +84,11 @@ class TaskPool:
         return self._split("heldout")
 
     @property
+    def tuning(self) -> list[Task]:
+        """Tasks no run trains or evaluates on, where the world model's constants are fitted (the small pool's)."""
+        return self._split("tuning")
+
+    @property
     def names(self) -> list[str]:
         return [t.name for t in self.tasks]
 

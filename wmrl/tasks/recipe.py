@@ -4,7 +4,8 @@ For each data set of :mod:`wmrl.tasks.sources`: cap the rows, shuffle and split 
 seed (a quarter held out as the test set), write the public files (description, train, test,
 sample submission, images) and the private ones (test answers and the two leaderboards of
 :mod:`wmrl.tasks.leaderboard`), then a manifest with each task's size, checksum and its side
-of the paper's size split. This module sits below :mod:`wmrl.grading`: it builds data and
+of the paper's size split (the data sets of :data:`~wmrl.tasks.sources.TUNING` form a third
+split, ``tuning``, that no run trains or evaluates on). This module sits below :mod:`wmrl.grading`: it builds data and
 grades nothing (the boards score their participants with the metric registry directly).
 
 The build is deterministic and needs no network. It runs in a temporary folder that replaces the
@@ -43,14 +44,14 @@ from wmrl.tasks.describe import describe
 from wmrl.tasks.leaderboard import build_boards
 from wmrl.tasks.metrics import get_metric
 from wmrl.tasks.ownership import MARKER, PoolFolderError, is_empty, read_marker, refuse_unexpected, write_marker
-from wmrl.tasks.sources import LOADERS, SEED, Source, load_source
+from wmrl.tasks.sources import LOADERS, SEED, TUNING, Source, load_source
 from wmrl.tasks.split import split_by_size
 from wmrl.tasks.task import default_root
 
 __all__ = ["POOL_SPLIT", "RECIPE", "RECIPE_VERSION", "ensure_pool", "is_small_pool", "prepare_pool", "write_task"]
 
 RECIPE = "small"
-RECIPE_VERSION = 3
+RECIPE_VERSION = 4
 MAX_ROWS = 4000
 TEST_FRACTION = 0.25
 # (n_train, n_heldout) per category: smallest n_train train, the next n_heldout held out.
@@ -133,15 +134,19 @@ def write_task(src: Source, folder: Path) -> dict:
 def prepare_pool(root: Path, progress: bool = False) -> dict:
     """Build every task into ``root`` (which must not exist) and write ``manifest.json``."""
     t0 = time.perf_counter()
-    records = []
+    records, tuning = [], set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # weak participants are part of the long tail
         for loader in tqdm(LOADERS, desc="preparing task pool", disable=not progress):
             src = load_source(loader)
             records.append(write_task(src, root / src.name))
-    split = split_by_size(records, {c: k[0] for c, k in POOL_SPLIT.items()}, {c: k[1] for c, k in POOL_SPLIT.items()})
+            if loader in TUNING:
+                tuning.add(src.name)
+    split = split_by_size([r for r in records if r["name"] not in tuning], {c: k[0] for c, k in POOL_SPLIT.items()},
+                          {c: k[1] for c, k in POOL_SPLIT.items()})
     for rec in records:
-        rec["split"] = "train" if rec["name"] in split.train else "heldout" if rec["name"] in split.heldout else "unused"
+        rec["split"] = ("tuning" if rec["name"] in tuning else "train" if rec["name"] in split.train
+                        else "heldout" if rec["name"] in split.heldout else "unused")
     manifest = {"version": RECIPE_VERSION, "seed": SEED, "build_seconds": round(time.perf_counter() - t0, 1),
                 "tasks": records}
     write_json_atomic(root / "manifest.json", manifest)

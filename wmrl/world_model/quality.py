@@ -16,9 +16,10 @@ Two estimates of the expected position score, one per profile of
   category), a small penalty for a small configuration, a subsample or hard labels;
 - ``paper`` (:func:`traits_expected`): an additive model over the traits,
   ``expected = clip(b[category] + f[family, category] + sum_k w_k x_k, 0, 1)``, whose weights
-  (:data:`QUALITY_WEIGHTS`) are fitted by ``python notebooks/_wm_profile.py tune`` on a tuning set
-  of the training tasks' scripts at a seed of its own (no held-out task, no evaluation item; see
-  that module).
+  (:data:`QUALITY_WEIGHTS`) are fitted by ``python notebooks/_wm_profile.py tune --split train`` on
+  a tuning set of the training tasks' scripts at a seed of its own (no held-out task, no evaluation
+  item; see that module); the ``paper_tuning`` profile uses the same model with weights fitted on
+  the pool's tuning split (:data:`QUALITY_WEIGHTS_TUNING`, ``--split tuning``).
 
 Either expectation becomes a distribution over buckets (:func:`bucket_distribution`): a Gaussian
 kernel around it over the buckets' position scores, which the model then samples at its
@@ -36,7 +37,7 @@ from wmrl.tasks.metrics import get_metric
 from wmrl.vocabulary import QUALITY_BUCKETS, QUALITY_PERCENTILE
 from wmrl.world_model.analysis import Facts
 
-__all__ = ["QUALITY_PRIOR", "QUALITY_WEIGHTS", "bucket_distribution", "family_of", "prior_expected",
+__all__ = ["QUALITY_PRIOR", "QUALITY_WEIGHTS", "QUALITY_WEIGHTS_TUNING", "bucket_distribution", "family_of", "prior_expected",
            "script_traits", "trait_vector", "traits_expected"]
 
 #: Expected leaderboard position score per (model family, category), keyed by
@@ -199,7 +200,7 @@ def trait_vector(task, traits: dict) -> dict[str, float]:
 #: The ``paper`` profile's additive quality model: position score = the sum of the weights of a
 #: script's :func:`trait_vector` (clipped to [0, 1]). Fitted by ridge regression on the real
 #: position scores of the tuning set's scripts that ran ok (``python notebooks/_wm_profile.py
-#: tune``: the small pool's training tasks, executed in the small preset's sandbox), never on an
+#: tune --split train``: the small pool's training tasks, executed in the small preset's sandbox), never on an
 #: item the world model is evaluated on; ``hard_labels`` is set by hand (the tuning set never shows
 #: it). The tool also prints the out-of-task Spearman (each task ranked by a fit on the others);
 #: tests/test_wm_profile.py checks these weights are the fit of the committed tuning outcomes.
@@ -222,6 +223,28 @@ QUALITY_WEIGHTS: dict[str, float] = {
     "image_features:pixels12": 0.161, "image_features:pixels32": 0.053, "image_features:stats": 0.189,
     "imputed": 0.02,
     "subsample": -0.091,
+    "hard_labels": -0.2,
+}
+
+
+#: The ``paper_tuning`` profile's additive quality model: the same procedure fitted on the tuning
+#: split's scripts (``python notebooks/_wm_profile.py tune --split tuning``: tasks no run trains or
+#: evaluates on); tests/test_wm_profile.py checks them against the committed outcomes too.
+QUALITY_WEIGHTS_TUNING: dict[str, float] = {
+    "base:image": 0.41, "base:tabular": 0.479, "base:text": 0.425, "capacity:boosting": -0.043,
+    "capacity:forest": -0.091, "capacity:knn": -0.029, "capacity:linear": -0.014, "capacity:svm": 0.137,
+    "capacity:tree": 0.006, "encoding:numeric": 0.069, "encoding:onehot": 0.149, "encoding:ordinal": 0.131,
+    "encoding:raw": 0.131, "family:boosting:image": -0.062, "family:boosting:tabular": 0.284,
+    "family:boosting:text": 0.16, "family:dummy:image": -0.421, "family:dummy:tabular": -0.423,
+    "family:dummy:text": -0.403, "family:forest:image": 0.234, "family:forest:tabular": 0.124,
+    "family:forest:text": 0.205, "family:knn:image": 0.101, "family:knn:tabular": 0.07, "family:knn:text": 0.094,
+    "family:linear:image": 0.093, "family:linear:tabular": 0.18, "family:linear:text": 0.073,
+    "family:naive_bayes:image": 0.092, "family:naive_bayes:tabular": 0.344, "family:naive_bayes:text": 0.369,
+    "family:svm:image": 0.1, "family:svm:tabular": -0.194, "family:tree:image": 0.273, "family:tree:tabular": 0.094,
+    "family:tree:text": -0.072, "image_features:pixels12": 0.056, "image_features:pixels32": 0.06,
+    "image_features:stats": 0.294, "imputed": -0.06, "ngram_max": 0.024, "scaled:knn": -0.01,
+    "scaled:linear": 0.037, "scaled:svm": 0.275, "subsample": -0.098, "vectorizer:count": 0.099,
+    "vectorizer:hashing": 0.163, "vectorizer:tfidf_char": -0.006, "vectorizer:tfidf_word": 0.17,
     "hard_labels": -0.2,
 }
 

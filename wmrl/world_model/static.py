@@ -22,6 +22,9 @@ Two error profiles (``profile``), the same analysis under both:
   over the script's traits, which ranks the scripts of one task. The result errs optimistically,
   as the paper's model does, and its score is close to a monotone function of the real one
   (Assumption 6) apart from the defects nobody can see in the text.
+- ``paper_tuning``: the ``paper`` profile with its two fitted constants (the quality weights and
+  the budget margin) fitted on the pool's tuning split instead of the training tasks, so the model
+  is not fitted on a task it scores in training (notebook 05 compares the two);
 - ``pessimistic`` (the original model, kept for comparison): every finding fails its check with
   its own probability, suspicions included, the budget check is a coin flip at the limit, and
   the quality guess is a fixed prior per (family, category). It predicts many failures that do
@@ -52,6 +55,8 @@ from wmrl.world_model.analysis import Facts, analyse
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
 from wmrl.world_model.quality import (
     QUALITY_PRIOR,
+    QUALITY_WEIGHTS,
+    QUALITY_WEIGHTS_TUNING,
     bucket_distribution,
     family_of,
     prior_expected,
@@ -59,7 +64,7 @@ from wmrl.world_model.quality import (
     traits_expected,
 )
 
-__all__ = ["BUDGET_MARGIN", "BUDGET_WIDTH", "CERTAIN", "COLD_STARTUP_S", "PAPER_PASS_P", "PASS_P", "PROFILES",
+__all__ = ["BUDGET_MARGIN", "BUDGET_MARGIN_TUNING", "BUDGET_WIDTH", "CERTAIN", "COLD_STARTUP_S", "PAPER_PASS_P", "PASS_P", "PROFILES",
            "QUALITY_PRIOR", "WARM_STARTUP_S", "ProgramAnalysisWorldModel", "estimate_seconds"]
 
 _WM = WorldModelConfig()
@@ -89,10 +94,13 @@ WARM_STARTUP_S = 0.1
 #: times the limit (log-scale width ``BUDGET_WIDTH``: 94% sure at twice that). "Clearly over"
 #: means over by more than the cost model's own error: the margin is the 95th percentile of the
 #: estimate over the scripts of the tuning set that finished (``python notebooks/_wm_profile.py
-#: tune``: training tasks only, never an item the world model is evaluated on), so 5% of scripts
+#: tune --split train``: training tasks only, never an item the world model is evaluated on), so 5% of scripts
 #: that finish are called over budget. tests/test_wm_profile.py checks that it is what the committed
 #: procedure fits on the committed tuning outcomes.
 BUDGET_MARGIN = 8.93
+#: ``paper_tuning`` profile: the same margin fitted on the tuning split's scripts (the same procedure,
+#: ``python notebooks/_wm_profile.py tune --split tuning``).
+BUDGET_MARGIN_TUNING = 12.64
 BUDGET_WIDTH = 0.25
 
 
@@ -178,6 +186,9 @@ class ProgramAnalysisWorldModel:
                              "default-to-pass world model, 'pessimistic' the original program analysis")
         self.temperature, self.time_limit_s, self.startup_s = float(temperature), float(time_limit_s), float(startup_s)
         self.profile = profile
+        self._paper = profile != "pessimistic"  # default to pass, quality from the traits' additive model
+        self._margin = BUDGET_MARGIN_TUNING if profile == "paper_tuning" else BUDGET_MARGIN
+        self._weights = QUALITY_WEIGHTS_TUNING if profile == "paper_tuning" else QUALITY_WEIGHTS
         self.rng = np.random.default_rng(seed)
 
     @classmethod
@@ -194,8 +205,8 @@ class ProgramAnalysisWorldModel:
         self.rng = np.random.default_rng(seed)
 
     def _budget_p(self, seconds: float) -> float:
-        if self.profile == "paper":  # a timeout only when clearly over: a coin flip at BUDGET_MARGIN x the limit
-            return 1.0 / (1.0 + math.exp(-(math.log(seconds) - math.log(BUDGET_MARGIN * self.time_limit_s))
+        if self._paper:  # a timeout only when clearly over: a coin flip at the margin times the limit
+            return 1.0 / (1.0 + math.exp(-(math.log(seconds) - math.log(self._margin * self.time_limit_s))
                                          / BUDGET_WIDTH))
         # Log-scale uncertainty: at the limit a coin flip, at 3x the limit ~90% sure of a timeout.
         return 1.0 / (1.0 + math.exp(-(math.log(seconds) - math.log(self.time_limit_s)) / 0.5))
@@ -220,7 +231,7 @@ class ProgramAnalysisWorldModel:
 
     def _check(self, check, found, u) -> dict:
         """One crash or submission check from its findings, under the model's profile."""
-        if self.profile == "paper":  # DEFAULT TO PASS: fail only on a certain finding, the first one a run meets
+        if self._paper:  # DEFAULT TO PASS: fail only on a certain finding, the first one a run meets
             first = min((f for f in found if f.p_fail >= CERTAIN), key=lambda f: f.line, default=None)
             if first is None:
                 doubts = "; ".join(f"line {f.line}: {f.reason} (p={f.p_fail:.2f})" for f in found)
@@ -241,8 +252,8 @@ class ProgramAnalysisWorldModel:
         return self._bucket_probs(task, code, analyse(task, code))
 
     def _bucket_probs(self, task, code: str, facts: Facts) -> np.ndarray:
-        if self.profile == "paper":
-            expected = traits_expected(task, script_traits(task, code, facts))
+        if self._paper:
+            expected = traits_expected(task, script_traits(task, code, facts), self._weights)
         else:
             expected = prior_expected(task, facts)
         return _temper(bucket_distribution(expected), self.temperature)
@@ -252,7 +263,7 @@ class ProgramAnalysisWorldModel:
         probs = self._bucket_probs(task, code, facts)
         bucket = QUALITY_BUCKETS[min(int(np.searchsorted(np.cumsum(probs), u)), len(probs) - 1)]
         reason = (f"expected a {bucket} score from the script's model, features and preprocessing"
-                  if self.profile == "paper" else f"estimated run time {seconds:.1f}s")
+                  if self._paper else f"estimated run time {seconds:.1f}s")
         return {"check": "quality", "verdict": "pass", "quality_bucket": bucket, "confidence": float(probs.max()),
                 "reason": reason, "error_type": None, "error_line": None, "env_feedback": None}
 
