@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from wmrl.experiments.run import run_arm
-from wmrl.sandbox.bench import busy_load
+from bench.sandbox import busy_load
 
 __all__ = ["compare_memos", "main", "memo_outcomes", "train_idle_and_busy"]
 

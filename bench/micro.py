@@ -6,13 +6,12 @@ execution. The goals: an isotonic refit on 5,000 anchor pairs under 5 ms, and a
 whole step's bookkeeping for 8 groups x 8 trajectories under 1 ms. A missed goal is profiled on
 the spot (top functions by cumulative time), so the report says where the time goes.
 
-The timing harness (:class:`~wmrl.microbench.Bench`, :func:`~wmrl.microbench.run_bench`) lives in
-:mod:`wmrl.microbench`, at the bottom of the import graph, so that the sandbox's and the VLA's
-benchmark modules can declare benchmarks without importing this runner, which sits outside the
-package (``bench/``) with the other diagnostics.
+The timing harness (:class:`~bench.harness.Bench`, :func:`~bench.harness.run_bench`) lives in
+:mod:`bench.harness`, so that the sandbox's and the VLA's benchmark modules can declare benchmarks
+without importing this runner.
 
-Adding a section: a module exposes ``BENCHES: list[wmrl.microbench.Bench]`` and is listed in
-:data:`SECTIONS` (``wmrl.sandbox.bench``, ``wmrl.vla.bench`` are, and run when importable). Mark
+Adding a section: a module exposes ``BENCHES: list[bench.harness.Bench]`` and is listed in
+:data:`SECTIONS` (``bench.sandbox``, ``bench.vla`` are, and run when importable). Mark
 anything over a second ``slow=True``; ``--skip-slow`` leaves it out.
 """
 
@@ -28,7 +27,7 @@ from wmrl.advantage import group_advantages
 from wmrl.anchor import AnchorScheduler
 from wmrl.calibration import OnlineDebiaser
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
-from wmrl.microbench import Bench, fmt, profile, run_bench
+from bench.harness import Bench, fmt, profile, run_bench
 
 __all__ = ["BENCHES", "SECTIONS", "main"]
 
@@ -119,7 +118,7 @@ BENCHES = [
     Bench("  group_advantages", _part("advantages")),
 ]
 
-SECTIONS = {"core": "bench.micro", "sandbox": "wmrl.sandbox.bench", "vla": "wmrl.vla.bench"}
+SECTIONS = {"core": "bench.micro", "sandbox": "bench.sandbox", "vla": "bench.vla"}
 
 
 def _load(module: str):
@@ -133,7 +132,7 @@ def _load(module: str):
             return None  # the section does not exist yet
         raise
     if not hasattr(mod, "BENCHES"):
-        raise AttributeError(f"{module} must expose BENCHES, a list of wmrl.microbench.Bench (see bench.micro's docstring)")
+        raise AttributeError(f"{module} must expose BENCHES, a list of bench.harness.Bench (see bench.micro's docstring)")
     return mod.BENCHES
 
 

@@ -7,7 +7,7 @@ bench``) measures it on a fixed set of scripts the untrained agent writes for th
 (its habits, the fidelity set's sampler), at the small preset's budget: the set runs as the
 machine is, then again beside ``--load`` busy loops, and the report gives the largest CPU-time
 difference and the share of executions whose outcome (status, limit, percentile) changed
-(``wmrl.sandbox.bench.load_agreement``, which takes any ``(task, code)`` list).
+(``bench.sandbox.load_agreement``, which takes any ``(task, code)`` list).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import argparse
 
 from wmrl.agent.habits import sample_items
 from wmrl.sandbox import Sandbox
-from wmrl.sandbox.bench import load_agreement, print_agreement
+from bench.sandbox import load_agreement, print_agreement
 from wmrl.tasks import get_pool
 
 __all__ = ["agent_scripts", "main"]

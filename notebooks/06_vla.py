@@ -395,7 +395,7 @@ plt.show()
 #
 # Wall-clock seconds per run (training excludes the SFT stage, built once per seed and shared:
 # `sft_s`), environment steps, and rollout seconds per training step. The host's load varies;
-# `python -m wmrl.vla.bench` measures the throughput on its own.
+# `python -m bench.vla` measures the throughput on its own.
 
 # %%
 cost = runs.groupby("arm")[["sft_s", "train_s", "eval_s", "env_steps"]].mean()

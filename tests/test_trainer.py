@@ -104,7 +104,7 @@ def busy_grpo(pool, tmp_path_factory, idle_grpo):
     summary)``. One second run serves both tests below (each smoke run costs about 45 s)."""
     import os
 
-    from wmrl.sandbox.bench import busy_load
+    from bench.sandbox import busy_load
 
     out = tmp_path_factory.mktemp("busy_grpo") / "run"
     with busy_load(2 * (os.cpu_count() or 1)):

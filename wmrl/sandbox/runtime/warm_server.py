@@ -1,7 +1,7 @@
 """Warm launcher: one trusted process that has already imported the libraries solutions use.
 
 Why: a cold run pays seconds of CPU for interpreter start-up and ``import pandas, sklearn``
-before the solution's first own line (``wmrl.sandbox.bench`` times both launches); the trainer runs thousands. This server imports them once
+before the solution's first own line (``bench.sandbox`` times both launches); the trainer runs thousands. This server imports them once
 (the modules the host names on its command line), then for every run forks a pristine copy of itself, which does what the cold
 launch ``unshare --mount --net --pid --fork --kill-child --mount-proc python -I
 run_solution.py SPEC`` does and then calls the very same ``run_solution.supervise``:

@@ -5,9 +5,8 @@ takes ~20 ms), and the median over repeats is reported, both in wall-clock and i
 CPU time. Goals are judged on the CPU median: on a machine shared with other jobs the wall clock
 mostly measures the queue for a core, while CPU time measures what the code costs.
 
-A base module (nothing of wmrl below it): the sandbox's and the VLA's benchmark modules declare
-their ``BENCHES`` with it, and ``python -m bench.micro`` (outside the package, so above every
-layer of it) collects and runs them.
+The benchmark modules (``bench.micro``, ``bench.sandbox``, ``bench.vla``) declare their ``BENCHES``
+with it, and ``python -m bench.micro`` collects and runs them.
 """
 
 from __future__ import annotations

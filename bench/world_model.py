@@ -1,6 +1,6 @@
 """How often the in-process LLM world model's replies fail the schema, free against constrained decoding.
 
-``python -m wmrl.world_model.bench [--n 16] [--mode holistic|decomposed] [--threads 1]`` scores the
+``python -m bench.world_model [--n 16] [--mode holistic|decomposed] [--threads 1]`` scores the
 first ``n`` scripts of notebook 05's fixed set (``sample_items(pool.train, 96, seed=0)``) with
 SmolLM2-135M twice - decoding freely (the prompt and one repair round) and under each check's JSON
 Schema (:mod:`.backends.constrained`) - and prints, per arm, the parse-failure rate (checks whose

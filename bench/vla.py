@@ -1,4 +1,4 @@
-"""Throughput of the VLA analog: ``python -m wmrl.vla.bench [--preset small]``.
+"""Throughput of the VLA analog: ``python -m bench.vla [--preset small]``.
 
 Prints environment steps per second for single-environment stepping (a fresh policy call per
 environment) and for lockstep batches (one policy call for the whole wave), and the rollout
@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import torch
 
-from wmrl.microbench import Bench
+from bench.harness import Bench
 from wmrl.presets import preset_names
 from wmrl.vla.config import vla_config
 from wmrl.vla.crn import TRAIN_NOISE, action_noise
@@ -76,11 +76,11 @@ def bench(preset_name: str = "small", horizon: int = 50) -> dict:
 
 #: For ``make bench`` (``bench/micro.py``): the rollout cost of one ``small`` training step.
 BENCHES = [Bench("rollouts of one small VLA training step", lambda: _train_step(*_setup("small")), slow=True,
-                 note="full horizon, an upper bound; `python -m wmrl.vla.bench` also prints env steps/s")]
+                 note="full horizon, an upper bound; `python -m bench.vla` also prints env steps/s")]
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m wmrl.vla.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.vla", description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", choices=preset_names(), default="small")
     args = ap.parse_args(argv)
     res = bench(args.preset)

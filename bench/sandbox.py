@@ -1,4 +1,4 @@
-"""Sandbox benchmark: ``python -m wmrl.sandbox.bench [--repeats N] [--backend local|docker]``.
+"""Sandbox benchmark: ``python -m bench.sandbox [--repeats N] [--backend local|docker]``.
 
 Prints (1) the overhead of a sandboxed run against plain ``python script.py`` on the same
 one-second script (goal: median wall at most 1.2x), (2) the throughput of ``run_many`` with
@@ -29,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from wmrl.microbench import Bench
+from bench.harness import Bench
 
-from .runner import Sandbox
-from .toy import make_toy_task, toy_grade, toy_solution
+from wmrl.sandbox.runner import Sandbox
+from wmrl.sandbox.toy import make_toy_task, toy_grade, toy_solution
 
 __all__ = ["BENCHES", "IMPORTS_SCRIPT", "ONE_SECOND_SCRIPT", "TRIVIAL_SCRIPT", "busy_load", "load_agreement",
            "main", "print_agreement"]
