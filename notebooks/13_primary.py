@@ -35,7 +35,8 @@
 #   charged compute WMRL spent in all (defined at every seed).
 # - **The world model** is the committed `paper` profile. Its quality weights and budget margin were
 #   fitted on real outcomes of scripts for the *training* tasks (never on held-out ones): a known leak
-#   in the wm and wmrl arms' favour, listed as a departure and not corrected here.
+#   in the wm and wmrl arms' favour, listed as a departure and not corrected here. (Notebook 05
+#   measures the same model fitted on a tuning split that no run uses: it errs about as much.)
 # - **Test**: per claim, the seed-paired one-sample t-test; Holm's correction over the five claims.
 # - **Looks and stopping rule**: the first `PRIMARY_LOOKS[0]` seeds (8 at `small`), then all of them
 #   (12), each look at the Lan-DeMets O'Brien-Fleming level (5% overall per claim). A claim resolved
