@@ -56,7 +56,7 @@ test-fast: $(VENV)/.installed
 	$(PYTEST) tests -m "not slow" $(XDIST)
 ## Style (ruff) and the import layers of pyproject.toml's [tool.importlinter].
 lint: $(VENV)/.installed
-	$(PY) -m ruff check wmrl tests
+	$(PY) -m ruff check wmrl tests bench notebooks
 	$(VENV)/bin/lint-imports
 ## JupyterLab on notebooks/ with this venv's kernel; LAB_ARGS adds options, e.g. --port=8899.
 LAB_ARGS ?=

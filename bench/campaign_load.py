@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.experiments.run import run_arm
 from bench.sandbox import busy_load
+from wmrl.experiments.run import run_arm
 
 __all__ = ["compare_memos", "main", "memo_outcomes", "train_idle_and_busy"]
 

@@ -23,11 +23,11 @@ import sys
 
 import numpy as np
 
+from bench.harness import Bench, fmt, profile, run_bench
 from wmrl.advantage import group_advantages
 from wmrl.anchor import AnchorScheduler
 from wmrl.calibration import OnlineDebiaser
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
-from bench.harness import Bench, fmt, profile, run_bench
 
 __all__ = ["BENCHES", "SECTIONS", "main"]
 

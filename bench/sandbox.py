@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 from bench.harness import Bench
-
 from wmrl.sandbox.runner import Sandbox
 from wmrl.sandbox.toy import make_toy_task, toy_grade, toy_solution
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 
+from bench.sandbox import load_agreement, print_agreement
 from wmrl.agent.habits import sample_items
 from wmrl.sandbox import Sandbox
-from bench.sandbox import load_agreement, print_agreement
 from wmrl.tasks import get_pool
 
 __all__ = ["agent_scripts", "main"]

@@ -74,11 +74,11 @@ from scipy.optimize import curve_fit
 from scipy.special import logsumexp, ndtri, softmax
 from tqdm import tqdm  # text bars: no ipywidgets needed
 
+from _theory import plateau, theory_findings  # beside this notebook
 from wmrl.advantage import group_advantages
 from wmrl.calibration import OnlineDebiaser
 from wmrl.config import MethodConfig
 from wmrl.denoise import InverseVarianceWeighter, fused_group_weights
-from _theory import plateau, theory_findings  # beside this notebook
 from wmrl.experiments import plots
 from wmrl.step import WMRLStep
 

@@ -53,7 +53,6 @@ VLA_ARMS = None  # None: the preset's arms (wmrl/presets.py); Table 2's rows are
 
 # %%
 from wmrl.experiments import notebook as nb
-
 from wmrl.vla.config import VLA_ARMS as KNOWN_ARMS
 
 cfg = nb.check_params(globals(), notebook="06_vla", keys=["VLA_WORKERS", "VLA_ARMS"], results_subdir="vla",
@@ -68,8 +67,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from sklearn.isotonic import IsotonicRegression
 
-from wmrl.arms import get_arm
 from _vla import vla_hacking  # beside this notebook
+from wmrl.arms import get_arm
 from wmrl.experiments import claims, paper, plots, stats
 from wmrl.experiments.collect import load_vla_runs
 from wmrl.vla.config import TASKS, vla_config
@@ -173,8 +172,7 @@ on_paper = [i for i, a in enumerate(ARMS) if a in TABLE2.index]
 axes[0].plot(x[on_paper], TABLE2.overall.loc[[ARMS[i] for i in on_paper]], "D", ms=6, color="k", mfc="gold", zorder=4)
 axes[0].legend(handles=axes[0].get_legend().legend_handles + [paper_handle()], loc="best")
 
-for split, (col, marker, dx) in {"in-domain (states 0-15)": ("sr_id", "o", -0.15),
-                                 "OOD (states 16-49)": ("sr_ood", "s", 0.15)}.items():
+for col, marker, dx in (("sr_id", "o", -0.15), ("sr_ood", "s", 0.15)):  # in-domain (states 0-15), OOD (16-49)
     s = stats.arm_summary(runs, col, ARMS, 100)
     for i, (arm, r) in enumerate(s.iterrows()):
         err = None if np.isnan(r.lo) else [[r["mean"] - r.lo], [r.hi - r["mean"]]]

@@ -90,12 +90,11 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+import _llm_agent as la  # this notebook's readout and claims, beside it
 from wmrl.arms import get_arm
 from wmrl.experiments import claims, paper, plots, stats
 from wmrl.experiments.collect import load_arm_runs
 from wmrl.presets import get_preset, run_config
-
-import _llm_agent as la  # this notebook's readout and claims, beside it
 
 plots.use_style()
 ARMS_HERE = list(cfg["LLM_ARMS"])

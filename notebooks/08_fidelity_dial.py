@@ -113,10 +113,21 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from scipy.stats import spearmanr
 
+from _fidelity_dial import (
+    break_even,
+    crossing,
+    dial_claims,
+    dial_frame,
+    fidelity_dial_findings,
+    level_arms,
+    oracle_overrides,
+    oracle_tag,
+    profile_overrides,
+    profile_tag,
+    run_fidelity,
+)
 from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import load_arm_runs, load_table
-from _fidelity_dial import (break_even, crossing, dial_claims, dial_frame, fidelity_dial_findings, level_arms,
-                            oracle_overrides, oracle_tag, profile_overrides, profile_tag, run_fidelity)
 from wmrl.world_model.fidelity import within_group_spearman
 from wmrl.world_model.oracle import distort
 

@@ -65,8 +65,8 @@ BUDGET_ARMS = None  # arms swept with random anchors; None: the preset's (wmrl, 
 BUDGET_ACTIVE_SHARES = None  # shares at which wmrl also runs with active anchors; None: the preset's
 
 # %%
-from wmrl.config import ConfigError
 import _anchor_budget as budget  # this notebook's analysis and panels, beside it
+from wmrl.config import ConfigError
 from wmrl.experiments import notebook as nb
 
 cfg = nb.check_params(globals(), notebook="10_anchor_budget", keys=["BUDGET_SHARES", "BUDGET_ARMS", "BUDGET_ACTIVE_SHARES"],

@@ -67,9 +67,9 @@ REGIME_FIRST_FITS = None  # OD's first fits to train and replay (method.od_min_p
 REGIME_IVD_WARMUP = None  # anchor groups before IVD's eta^2_cal (method.ivd_warmup_groups); None: the preset's
 
 # %%
+import _regime as regime  # notebooks 11 and 12's analysis, beside them
 from wmrl.config import ConfigError
 from wmrl.experiments import notebook as nb
-import _regime as regime  # notebooks 11 and 12's analysis, beside them
 
 cfg = nb.check_params(globals(), notebook="11_method_regime", keys=["REGIME_FIRST_FITS", "REGIME_IVD_WARMUP"],
                       results_subdir=f"train/{PRESET}")

@@ -49,8 +49,8 @@ RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
 
 # %%
-from wmrl.experiments import notebook as nb
 import _regime as regime  # notebooks 11 and 12's analysis, beside them
+from wmrl.experiments import notebook as nb
 from wmrl.presets import notebook_params
 
 cfg = nb.check_params(globals(), notebook="12_confirmatory", results_subdir=f"train/{PRESET}",

@@ -56,8 +56,8 @@ RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
 
 # %%
-from wmrl.experiments import notebook as nb
 import _primary as primary  # the family's design, beside it
+from wmrl.experiments import notebook as nb
 from wmrl.presets import run_config
 
 cfg = nb.check_params(globals(), notebook="13_primary", keys=("PRIMARY_LOOKS",), results_subdir=f"train/{PRESET}",

@@ -7,8 +7,8 @@ import inspect
 import numpy as np
 import pandas as pd
 import pytest
-from _toy_tasks import make_toy_tasks
 
+from _toy_tasks import make_toy_tasks
 from wmrl.agent import feedback_of
 from wmrl.agent.grammar import SLOTS, baseline_choices, option_mask, random_choices, render, task_features
 from wmrl.agent.templates import REMOVED_KWARGS

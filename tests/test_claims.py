@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from _fake_runs import fake_campaign
 from statsmodels.stats.multitest import multipletests
 
+from _fake_runs import fake_campaign
 from wmrl.experiments import claims, paper, stats
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _fake_runs import fake_campaign
 
+from _fake_runs import fake_campaign
 from wmrl.experiments import curves
 
 

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
-from test_pool_ownership import FIXTURES, snapshot
 
+from test_pool_ownership import FIXTURES, snapshot
 from wmrl.experiments.run import run_arm
 from wmrl.grading import GradingError, grade, relative_performance_gap
 from wmrl.sandbox import Sandbox

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+
 from _notebooks import EXTENDED_NOTEBOOKS, NAMES, NOTEBOOKS, RESULTS, papermill, run_notebook
 
 SETUP_CELLS = 1  # code cells allowed between the parameters and the failing check (e.g. imports)

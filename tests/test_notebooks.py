@@ -14,8 +14,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _notebooks import EXTENDED_NOTEBOOKS, NAMES, NOTEBOOKS, TEMPLATES, run_notebook
 
+from _notebooks import EXTENDED_NOTEBOOKS, NAMES, NOTEBOOKS, TEMPLATES, run_notebook
 from wmrl.experiments import notebook as nb
 from wmrl.presets import notebook_params
 

@@ -6,8 +6,8 @@ import os
 
 import pandas as pd
 import pytest
-from _resume import run_killed_then_resumed
 
+from _resume import run_killed_then_resumed
 from wmrl import record, reproduce
 from wmrl.experiments.run import run_arm
 from wmrl.sandbox.runner import Sandbox

@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from test_importers import LAYOUTS, import_layout
 from test_pool_ownership import FIXTURES
-
 from wmrl.provenance import REPO
 from wmrl.sandbox import ExecutionResult, Sandbox
 from wmrl.sandbox.docker_backend import LABEL, docker_available

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_pool_ownership import FIXTURES
 
+from test_pool_ownership import FIXTURES
 from wmrl.tasks import PoolFolderError, TaskFolderError, get_pool, load_task
 from wmrl.tasks.__main__ import main as import_main
 

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from _resume import run_killed_then_resumed
 
+from _resume import run_killed_then_resumed
 from wmrl.arms import ARMS, get_arm
 from wmrl.experiments.__main__ import main as cli
 from wmrl.experiments.run import run_arm
@@ -218,7 +218,6 @@ class _RecordingScorer:
 
 def test_the_grammar_rollout_with_active_selection_executes_exactly_the_chosen_groups_from_turn_1(tmp_path):
     from _toy_tasks import make_toy_tasks
-
     from wmrl.agent import grammar
     from wmrl.agent.feedback import feedback_of
     from wmrl.agent.policy import encode_feedback

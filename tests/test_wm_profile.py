@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _toy_tasks import make_toy_tasks
 
+from _toy_tasks import make_toy_tasks
 from notebooks._wm_profile import (
     HAND_SET_WEIGHTS,
     TUNING_N,

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _toy_tasks import make_toy_tasks
 
+from _toy_tasks import make_toy_tasks
 from wmrl.world_model import ProgramAnalysisWorldModel
 from wmrl.world_model.base import CHECKS
 from wmrl.world_model.static import PROFILES
