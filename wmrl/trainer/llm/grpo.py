@@ -47,7 +47,8 @@ from transformers import TrainerCallback
 from wmrl.ledger import ComputeLedger
 from wmrl.provenance import atomic_path
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout, sampling_logprobs
-from wmrl.world_model.llm import COUNTS, stat_rates
+from wmrl.trainer.rollout import world_model_totals
+from wmrl.world_model.llm import stat_rates
 
 __all__ = ["SAID", "RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key", "row_stats", "step_stats",
            "summed_stats"]
@@ -103,17 +104,7 @@ class RunLog:
 
     def world_model_totals(self) -> dict | None:
         """The LLM world model's counts summed over the logged steps, with the run's rates (None: no LLM world model)."""
-        names = {k.removeprefix(WM_STAT) for row in self.steps for k in row if _is_wm_count(k)}
-        if not names:
-            return None
-        counts = {k: int(sum(row.get(WM_STAT + k, 0) for row in self.steps)) for k in sorted(names)}
-        return counts | stat_rates(counts)
-
-
-def _is_wm_count(key: str) -> bool:
-    """A world-model count in a step's row (its rates are recomputed from the sums, never summed)."""
-    name = key.removeprefix(WM_STAT)
-    return key.startswith(WM_STAT) and (name in COUNTS or name.startswith("backend_"))
+        return world_model_totals(self.steps)
 
 
 class WMRLRollout:
