@@ -144,10 +144,12 @@ if cfg.train and PER_TASK:  # section 5: the final policy of the first seed's ru
     from _wm_profile import item_rows, measure  # beside this notebook
 
     agent_run = Path(runs.dir.iloc[0])
-    if not (agent_run / "checkpoint.pt").is_file():  # a committed run keeps its log, not its policy:
-        from wmrl.experiments.run import run_arm  # train the same run again, beside the results (CPU-time
+    if not (agent_run / "checkpoint.pt").is_file():
+        # A committed run keeps its log, not its policy: train the same run again beside the results
+        # (CPU-time jitter can make its policy differ from the committed run's).
+        from wmrl.experiments.run import run_arm
 
-        seed0 = int(runs.seed.iloc[0])  # jitter can make its policy differ from the committed run's)
+        seed0 = int(runs.seed.iloc[0])
         agent_run = cfg.results_dir / "runs" / "fidelity-policy" / cfg.preset / "wmrl" / f"seed{seed0}"
         print(f"{runs.dir.iloc[0]} has no checkpoint.pt (its policy); training wmrl seed {seed0} again into {agent_run}")
         run_arm("wmrl", cfg.preset, seed=seed0, out=agent_run)
@@ -418,11 +420,11 @@ print(summary.to_string())
 # `paper_tuning` (fitted on the tuning split). On the training tasks, `paper` against `paper_tuning`
 # is what fitting the model on the tasks it scores buys it; on the held-out tasks neither was fitted.
 # When the committed run keeps no policy, the same run is trained again beside the results
-# (`results/runs/fidelity-policy/`) and its final policy measured; the table names it. Per (agent, tasks, profile): the real and predicted rate of valid runs, status
-# accuracy, MAE and mean error of the ladder reward (calibration-in-the-large: > 0 is optimistic),
-# Spearman over all scripts and within a group (what GRPO's advantages use; a group predicted as one
-# value counts 0). `(not tuned on)` rows drop the scripts that are also in the `paper` profile's
-# tuning set.
+# (`results/runs/fidelity-policy/`) and its final policy measured; the table names it. Per (agent,
+# tasks, profile): the real and predicted rate of valid runs, status accuracy, MAE and mean error of
+# the ladder reward (calibration-in-the-large: > 0 is optimistic), Spearman over all scripts and
+# within a group (what GRPO's advantages use; a group predicted as one value counts 0). `(not tuned
+# on)` rows drop the scripts that are also in the `paper` profile's tuning set.
 
 # %% tags=["nbval-check-output"]
 from wmrl.experiments.wm_profile import fidelity_findings, profile_findings, summary_table

@@ -222,14 +222,20 @@ def faces() -> Source:
                          "scikit-image data.lfw_subset")
 
 
-def textures() -> Source:
+def _picture_patches(names: tuple[str, ...], size: int, stride: int) -> tuple[list[str], list[np.ndarray]]:
+    """Every ``size`` x ``size`` patch (at ``stride``) of each named scikit-image picture, labelled with its name."""
     from skimage import data
 
     labels, imgs = [], []
-    for name in ("brick", "grass", "gravel", "moon", "camera"):
-        patches = _patches(getattr(data, name)(), 32, 40)
+    for name in names:
+        patches = _patches(getattr(data, name)(), size, stride)
         imgs += patches
         labels += [name] * len(patches)
+    return labels, imgs
+
+
+def textures() -> Source:
+    labels, imgs = _picture_patches(("brick", "grass", "gravel", "moon", "camera"), 32, 40)
     return _image_source("texture_patches", labels, imgs, "accuracy", "classification", "Texture Patches",
                          "Classify 32x32 grayscale patches by the texture they were cut from "
                          "(brick, grass, gravel, moon, camera).", "scikit-image data (brick, grass, gravel, moon, camera)")
@@ -315,13 +321,7 @@ def fastfood() -> Source:
 
 
 def scan_patches() -> Source:
-    from skimage import data
-
-    labels, imgs = [], []
-    for name in ("coins", "page", "text", "clock", "cell"):
-        patches = _patches(getattr(data, name)(), 24, 30)
-        imgs += patches
-        labels += [name] * len(patches)
+    labels, imgs = _picture_patches(("coins", "page", "text", "clock", "cell"), 24, 30)
     return _image_source("scan_patches", labels, imgs, "f1_macro", "classification", "Scan Patches",
                          "Classify 24x24 grayscale patches by the picture they were cut from "
                          "(coins, page, text, clock, cell).", "scikit-image data (coins, page, text, clock, cell)")
