@@ -64,7 +64,7 @@ cfg = nb.check_params(
           "THEORY_BIAS_PAIRS"],
     results_subdir="theory",
 )
-print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} results={cfg.results_dir / 'theory'}")
+print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} results={cfg.shown('theory')}")
 
 # %%
 import matplotlib.pyplot as plt

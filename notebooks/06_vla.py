@@ -57,7 +57,7 @@ from wmrl.vla.config import VLA_ARMS as KNOWN_ARMS
 
 cfg = nb.check_params(globals(), notebook="06_vla", keys=["VLA_WORKERS", "VLA_ARMS"], results_subdir="vla",
                       choices={"VLA_ARMS": KNOWN_ARMS})
-print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} results={cfg.results_dir / 'vla'}")
+print(f"MODE={cfg.mode} PRESET={cfg.preset} SEEDS={cfg.seeds} results={cfg.shown('vla')}")
 
 # %%
 import matplotlib.pyplot as plt

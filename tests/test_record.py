@@ -9,7 +9,10 @@ import pytest
 
 from _resume import run_killed_then_resumed
 from wmrl import record, reproduce
-from wmrl.experiments.run import run_arm
+from wmrl.campaigns import selection
+from wmrl.config import RunConfig
+from wmrl.experiments.run import run_arm, train_run
+from wmrl.provenance import REPO
 from wmrl.sandbox.runner import Sandbox
 
 
@@ -191,8 +194,12 @@ def test_a_retrained_campaign_reports_its_runs_verdicts_and_outcomes_against_the
     found = reproduce.agreement("primary", ["13_primary"], results)
     assert (found["runs"], found["within_1pt"]) == (2, 1)
     assert found["median_abs_delta"] == pytest.approx((0.4 + 3.0) / 2)
-    assert found["verdicts"] == 2 and found["verdicts_changed"] == ["13_primary P-C1: fails -> inconclusive"]
+    assert found["verdicts"] == 2 and found["verdicts_changed"] == ["13_primary P-C1 after Holm: fails -> inconclusive"]
     assert (found["scripts"], found["outcomes_changed"]) == (2, 1)  # a and b in both records; b changed
+    path = reproduce.save_agreement("primary", found, results)  # kept: once committed, it cannot be made again
+    kept = json.loads(path.read_text())
+    assert path == results / "executions" / "primary.agreement.json"
+    assert {k: kept[k] for k in found} == found and kept["provenance"]["git_commit"].startswith(kept["compared_with"])
 
 
 def _observe_many(spec: str, name: str, n: int) -> None:
@@ -218,3 +225,69 @@ def test_runs_recorded_by_parallel_processes_keep_their_own_sequences(tmp_path):
             got = [rep.observe("sandbox", f"k{i % 7}", None) for i in range(200)]
             assert got == [{"run": f"run:{j}", "i": i} for i in range(200)]
             assert len(rep._clock[f"run:{j}"]) == 200
+
+
+# -- the committed records ---------------------------------------------------------------------------
+COMMITTED = REPO / "results"
+#: One run of each campaign whose execution record is committed, replayed in full by the test below: the
+#: record must give back that run's committed files to the bit on any machine.
+REPLAYED = {"dial": "wm~oracle-0/seed0"}
+
+
+def _record_contexts(path) -> set[str]:
+    return {row["c"] for row in map(json.loads, gzip.decompress(path.read_bytes()).splitlines()) if "c" in row}
+
+
+@pytest.mark.parametrize("campaign", sorted(REPLAYED))
+def test_a_committed_record_holds_every_committed_run_of_its_campaign_and_nothing_else(campaign):
+    path = COMMITTED / "executions" / f"{campaign}.jsonl.gz"
+    runs = {f"run:{p.relative_to(COMMITTED).as_posix()}" for folder in selection(campaign, COMMITTED, "small")
+            for p in ([folder] if (folder / "summary.json").exists() else sorted(folder.glob("seed*")))}
+    assert runs, f"the {campaign} campaign has no committed runs"
+    contexts = _record_contexts(path)
+    assert {c for c in contexts if c.startswith("run:")} == runs
+    assert {c for c in contexts if not c.startswith("run:")} <= {
+        f"notebook:{n}" for n in reproduce.discover(None, campaign)[0]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("campaign", sorted(REPLAYED))
+def test_a_committed_run_replays_from_the_committed_record_to_the_bit(campaign, pool, tmp_path, monkeypatch):
+    """Retrain one committed run from its campaign's committed record: nothing executes, no clock is read, and
+    every file the run writes equals the committed one (JSON without its provenance, parquet exactly)."""
+    committed = COMMITTED / "train" / "small" / REPLAYED[campaign]
+    config = RunConfig.from_dict(json.loads((committed / "summary.json").read_text())["provenance"]["config"])
+    monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
+    _use(monkeypatch, f"replay:{COMMITTED / 'executions' / f'{campaign}.jsonl.gz'}")
+    out = tmp_path.joinpath("train", "small", *REPLAYED[campaign].split("/"))
+    train_run(config, "small", out, pool=pool, progress=False)
+    found = reproduce.compare_outputs(committed, out)
+    assert not found["differ"] and not found["missing"], found
+    assert {"summary.json", "steps.parquet", "eval.parquet", "ledger.parquet"} <= set(found["same"])
+
+
+def test_a_campaigns_replay_starts_from_what_it_reads_but_does_not_own(tmp_path):
+    recorded, replay = tmp_path / "results", tmp_path / "replay"
+    for rel in ("train/small/wm~oracle-0/seed0/summary.json", "train/small/grpo/seed0/summary.json",
+                "train/small/grpo/seed0/checkpoint.pt", "fidelity/small/scores.parquet", "executions/dial.jsonl.gz",
+                "runs/smoke/results/x.json"):
+        (recorded / rel).parent.mkdir(parents=True, exist_ok=True)
+        (recorded / rel).write_text(rel)
+    copied = reproduce._copy_others("dial", recorded, replay, "small", None)
+    assert copied == {"train/small/grpo/seed0/summary.json", "fidelity/small/scores.parquet"}
+    assert (replay / "fidelity/small/scores.parquet").read_text() == "fidelity/small/scores.parquet"
+    assert not (replay / "train/small/wm~oracle-0").exists()  # its own runs are retrained from the record
+    assert reproduce.compare_outputs(recorded, replay, copied) == {"same": [], "differ": [], "missing": []}
+
+
+@pytest.mark.slow
+def test_the_dial_notebook_replays_from_the_committed_record_to_the_committed_results_and_figure(pool, folders):
+    """Notebook 08 retrained through papermill from the committed record: every result and figure it writes equals
+    the committed one (what ``python -m wmrl.reproduce --campaign dial --replay-executions`` checks)."""
+    assert reproduce.main(["--campaign", "dial", "--replay-executions"]) == 0
+    replayed = folders / "replay-executions"
+    assert (replayed / "figures" / "08_fidelity_dial.png").read_bytes() == (REPO / "figures" / "08_fidelity_dial.png"
+                                                                            ).read_bytes()
+    found = reproduce.compare_outputs(COMMITTED, replayed / "results", reproduce._copy_others(
+        "dial", COMMITTED, folders / "again", "small", None))
+    assert not found["differ"] and not found["missing"] and len(found["same"]) >= 30 * 5

@@ -302,12 +302,14 @@ def test_the_committed_timings_are_the_committed_runs_and_the_readme_shows_them(
     assert reproduce.quickstart_table(committed) in reproduce.README.read_text()
 
 
-def test_a_claims_tables_verdicts_are_its_declared_primary_analysis_where_it_has_one(tmp_path):
+def test_a_claims_tables_verdicts_are_each_of_its_verdict_columns_by_claim(tmp_path):
     import pandas as pd
 
     frame = pd.DataFrame({"claim": ["L1", "L2"], "verdict": ["reproduced", "inconclusive"],
                           "verdict_holm": ["inconclusive", "inconclusive"]})
     frame.to_parquet(tmp_path / "seeds.parquet")
-    assert reproduce._verdicts(tmp_path / "seeds.parquet").to_dict() == {"L1": "inconclusive", "L2": "inconclusive"}
+    assert reproduce._verdicts(tmp_path / "seeds.parquet").to_dict() == {
+        "L1": "reproduced", "L2": "inconclusive", "L1 after Holm": "inconclusive", "L2 after Holm": "inconclusive"}
     frame.assign(**{"verdict over tasks": ["reproduced", "fails"]}).to_parquet(tmp_path / "tasks.parquet")
-    assert reproduce._verdicts(tmp_path / "tasks.parquet").to_dict() == {"L1": "reproduced", "L2": "fails"}
+    found = reproduce._verdicts(tmp_path / "tasks.parquet").to_dict()
+    assert len(found) == 6 and (found["L1 over tasks"], found["L2 over tasks"]) == ("reproduced", "fails")

@@ -3,6 +3,7 @@ written identically from unchanged results."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -105,8 +106,10 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]
     section = page.split(results_page.PRIMARY_HEADING + "\n", 1)[1].split("\n## ", 1)[0]
     primary = [line for line in section.splitlines() if line.startswith("| ") and ".ipynb)" in line]
-    # header, rule, rows, blank, In short, blank, the language-model agent's sentence
-    assert primary and len(block.splitlines()) == len(primary) + 7
+    # header, rule, rows, blank, In short, blank, the language-model agent's sentence (blank, reproducibility)
+    replays = results_page.reproducibility(RESULTS, brief=True)
+    assert primary and len(block.splitlines()) == len(primary) + 7 + 2 * bool(replays)
+    assert replays in block and results_page.reproducibility(RESULTS) in (RESULTS.parent / "FINDINGS.md").read_text()
     for line in primary:  # each primary claim's id, ours and verdict, as the page has them
         cells = [c.strip() for c in line.strip("|").split(" | ")]
         assert f"| {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | {cells[5]} |" in block
@@ -199,3 +202,31 @@ def test_a_declaration_keeps_its_sentences_and_an_unchanged_one_is_not_rewritten
     save_claims(d.table, cfg, "an example")  # no sentences: the page uses the table's what_we_see
     assert declared_claims(tmp_path, "small")["99_example"].sentences == []
     assert '"date"' in side.read_text()
+
+
+def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fresh_retraining_agreed(tmp_path):
+    assert results_page.reproducibility(tmp_path) == ""  # no campaign carries a record: nothing to say
+    folder = tmp_path / "executions"
+    folder.mkdir()
+    (folder / "dial.jsonl.gz").write_bytes(b"")
+    text = results_page.reproducibility(tmp_path)
+    assert text.startswith("**Reproducibility.** The dial campaign's runs carry their execution record")
+    assert "The paper, beyond and primary campaigns' committed runs predate the record" in text
+    assert "Retrained fresh" not in text  # no agreement kept: none stated
+    (folder / "dial.agreement.json").write_text(json.dumps(
+        {"runs": 30, "within_1pt": 4, "median_abs_delta": 3.26, "verdicts": 9, "verdicts_changed": ["08 D1: a -> b"],
+         "scripts": None, "outcomes_changed": None}))
+    (folder / "primary.jsonl.gz").write_bytes(b"")
+    text = results_page.reproducibility(tmp_path)
+    assert text.startswith("**Reproducibility.** The dial and primary campaigns' runs carry their execution record")
+    assert ("Retrained fresh, 4 of the dial campaign's 30 runs came within 1 point of the held-out Avg of the runs they "
+            "replaced (median absolute difference 3.3 points) and 1 of its 9 verdicts changed (08 D1: a -> b).") in text
+    assert "The paper and beyond campaigns' committed runs predate" in text
+    brief = results_page.reproducibility(tmp_path, brief=True)
+    assert brief == ("**Reproducibility.** The dial and primary campaigns replay bit for bit from their execution "
+                     "record; retrained fresh, 4 of the dial campaign's 30 runs came within 1 point and 1 of 9 "
+                     "verdicts changed; others predate it ([FINDINGS.md](FINDINGS.md)).")
+    (tmp_path / "page.md").write_text("# Results\n\n**In short.** One.\n")
+    (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\n")
+    results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md", tmp_path)
+    assert f"**In short.** One.\n\n{brief}\n{results_page.README_END}" in (tmp_path / "README.md").read_text()

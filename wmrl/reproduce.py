@@ -47,7 +47,8 @@ from that record into ``results/runs/replay-executions[-<variant>]/`` (nothing e
 is read) and compares every result file and figure with the ones the recorded campaign wrote
 (:func:`compare_outputs`); it exits non-zero if any differs. A campaign retrained at the committed
 preset prints its agreement with the last commit's (:func:`agreement`): runs within 1 point of
-held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records. The LLM and VLA notebooks are neither
+held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records;
+it keeps it beside its record (``<campaign>.agreement.json``), where RESULTS.md reads it. The LLM and VLA notebooks are neither
 recorded nor replayed: their trainers' timings are not read through the record's clock.
 """
 
@@ -74,11 +75,11 @@ from wmrl.campaigns import CAMPAIGNS, campaign_of, quick_seed, selection
 from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
-from wmrl.provenance import REPO, atomic_path, provenance
+from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
 
-__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover", "executions",
-           "main", "quickstart_table",
-           "record_durations", "replay_notebook", "timings", "train_notebook", "write_timings"]
+__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
+           "executions", "main", "quickstart_table", "record_durations", "replay_notebook", "save_agreement", "timings",
+           "train_notebook", "write_timings"]
 
 NOTEBOOKS = REPO / "notebooks"
 RESULTS = REPO / "results"
@@ -215,16 +216,34 @@ def _same(a: Path, b: Path) -> bool:
     return a.read_bytes() == b.read_bytes()
 
 
-def compare_outputs(recorded: Path, replayed: Path) -> dict[str, list[str]]:
+def _copy_others(campaign: str, recorded: Path, replay: Path, preset: str, seeds) -> set[str]:
+    """Copy into the replay's results folder what ``campaign`` reads but does not own (another campaign's runs
+    and results, under ``recorded``), leaving out its own, the records, the variants' folder, checkpoints and
+    memos; return the copied files' paths relative to the folder."""
+    own = set(selection(campaign, recorded, preset, seeds))
+    skip = {recorded / "executions", recorded / "runs"}
+    copied = set()
+    for path in sorted(recorded.rglob("*")):
+        if not path.is_file() or path.suffix in (".pt", ".sqlite") or any(p in own or p in skip for p in path.parents):
+            continue
+        target = replay / path.relative_to(recorded)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+        copied.add(str(path.relative_to(recorded)))
+    return copied
+
+
+def compare_outputs(recorded: Path, replayed: Path, skip: set[str] = frozenset()) -> dict[str, list[str]]:
     """Every file a replay wrote under ``replayed`` against the one at the same path under ``recorded``:
     ``{"same": [...], "differ": [...], "missing": [...]}`` (paths relative to ``replayed``). JSON files are
     compared without their provenance (its commit, date and machine differ by design; its config and
     seed are kept), parquet frames
-    exactly, anything else byte for byte; the record itself, checkpoints and memo files are skipped."""
+    exactly, anything else byte for byte; the record itself, checkpoints, memo files and ``skip`` (paths
+    relative to ``replayed``: files copied in, not written by the replay) are skipped."""
     out = {"same": [], "differ": [], "missing": []}
     for path in sorted(p for p in replayed.rglob("*") if p.is_file()):
         rel = path.relative_to(replayed)
-        if rel.parts[0] == "executions" or path.suffix in (".pt", ".sqlite", ".ipynb"):
+        if rel.parts[0] == "executions" or path.suffix in (".pt", ".sqlite", ".ipynb") or str(rel) in skip:
             continue
         other = recorded / rel
         out["missing" if not other.exists() else "same" if _same(other, path) else "differ"].append(str(rel))
@@ -238,14 +257,18 @@ def _committed(rel: Path) -> bytes | None:
     return out.stdout if out.returncode == 0 else None
 
 
+#: A claims table's verdict columns, each named as the agreement reports a change in it.
+VERDICTS = {"verdict": "", "verdict_holm": " after Holm", "verdict over tasks": " over tasks"}
+
+
 def _verdicts(source):
-    """A claims table's verdicts by claim: its declared primary analysis where it has one (paired over tasks),
-    else after the family's correction where it has one."""
+    """A claims table's verdicts by claim and column: the interval verdict, and where the table has them the
+    verdict after the family's correction and the primary analysis over tasks."""
     import pandas as pd
 
-    frame = pd.read_parquet(source)
-    column = next(c for c in ("verdict over tasks", "verdict_holm", "verdict") if c in frame)
-    return frame.set_index("claim")[column]
+    frame = pd.read_parquet(source).set_index("claim")
+    return pd.Series({f"{claim}{label}": frame.at[claim, column] for column, label in VERDICTS.items()
+                      if column in frame for claim in frame.index})
 
 
 def _outcomes(blob: bytes) -> dict[str, tuple]:
@@ -289,6 +312,22 @@ def agreement(campaign: str, names: list[str], results: Path = RESULTS) -> dict:
         common = a.keys() & b.keys()
         out["scripts"], out["outcomes_changed"] = len(common), sum(a[k] != b[k] for k in common)
     return out
+
+
+def agreement_path(campaign: str, results: Path = RESULTS) -> Path:
+    """Where a campaign retrained at the committed preset keeps its :func:`agreement` (beside its record)."""
+    return results / "executions" / f"{campaign}.agreement.json"
+
+
+def save_agreement(campaign: str, found: dict, results: Path = RESULTS) -> Path:
+    """Keep ``found`` (:func:`agreement`) with the commit it was compared against and the provenance of the
+    comparison, so the page can state it: once the retrained runs are committed, the comparison cannot be
+    made again."""
+    path = agreement_path(campaign, results)
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=7", "HEAD"], capture_output=True,
+                          text=True, check=False).stdout.strip()
+    write_json_atomic(path, {"campaign": campaign, "compared_with": head, **found, "provenance": provenance()})
+    return path
 
 
 def _print_agreement(campaign: str, found: dict) -> None:
@@ -463,6 +502,7 @@ def main(argv=None) -> int:
         records = results_dir.parent
         params.update(RESULTS_DIR=str(results_dir), FIGURES_DIR=str(figures_dir))
     recorded = None  # with --replay-executions: the recorded campaign's results and figures folders
+    copied: set[str] = set()  # ... and the files copied from them, which the comparison skips
     if args.replay_executions:
         recorded = (results_dir, figures_dir)
         source = results_dir / "executions"
@@ -475,6 +515,8 @@ def main(argv=None) -> int:
             shutil.rmtree(results_dir.parent)  # a replay retrains every run from its record
         records, replays = results_dir.parent, False
         params.update(RESULTS_DIR=str(results_dir), FIGURES_DIR=str(figures_dir))
+        if args.campaign:  # what it reads but does not own (the dial's reference runs, notebook 05's results)
+            copied = _copy_others(args.campaign, recorded[0], results_dir, args.preset, args.seeds)
     if args.fresh:
         root = RESULTS if replays else records / "results"
         for path in selection(args.campaign, root, args.preset, args.seeds):
@@ -517,14 +559,16 @@ def main(argv=None) -> int:
         record_durations(runs, resumed=not args.fresh)  # a campaign at the committed preset: how long it took
         if args.campaign:
             try:
-                _print_agreement(args.campaign, agreement(args.campaign, names))
+                found = agreement(args.campaign, names)
+                _print_agreement(args.campaign, found)
+                save_agreement(args.campaign, found)
             except Exception as e:  # noqa: BLE001 -- a report; the campaign's outcome stands
                 print(f"agreement with the last commit not computed: {type(e).__name__}: {e}", file=sys.stderr)
     if replays:
         page = NotebookRun("RESULTS.md")
         try:
             write_results_page(RESULTS, RESULTS_PAGE, REPLAY_PRESET)
-            write_readme_summary(RESULTS_PAGE, REPO / "README.md")
+            write_readme_summary(RESULTS_PAGE, REPO / "README.md", RESULTS)
         except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
             page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
         runs.append(page)
@@ -533,7 +577,7 @@ def main(argv=None) -> int:
               f"preset {REPLAY_PRESET}'s runs at its seeds and are left as they are)")
     if recorded is not None:
         page = NotebookRun("replay-executions")
-        found = {k: a + b for (k, a), b in zip(compare_outputs(recorded[0], results_dir).items(),
+        found = {k: a + b for (k, a), b in zip(compare_outputs(recorded[0], results_dir, copied).items(),
                                                compare_outputs(recorded[1], figures_dir).values())}
         print(f"\nreplayed from the execution record into {records}/: {len(found['same'])} files identical to the "
               f"recorded campaign's, {len(found['differ'])} different, {len(found['missing'])} not in it")

@@ -119,6 +119,12 @@ class NotebookConfig:
     def __getitem__(self, key: str):
         return self.values[key]
 
+    def shown(self, subdir: str) -> Path:
+        """The folder ``subdir`` of the results as a notebook prints it: relative to the checkout when it lies
+        inside it, so that a committed output names no machine's path."""
+        folder = self.results_dir / subdir
+        return folder.relative_to(REPO) if folder.is_relative_to(REPO) else folder
+
     def as_dict(self) -> dict:
         """Everything that determines the results, as stamped into their provenance."""
         return {"notebook": self.notebook, "mode": self.mode, "preset": self.preset, "seeds": self.seeds, **self.values}

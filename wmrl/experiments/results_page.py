@@ -10,20 +10,22 @@ commit (those are in each result's provenance), so replaying unchanged results r
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from wmrl.campaigns import CAMPAIGNS
 from wmrl.experiments import claims, noise
 from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.notebook import declared_claims
 from wmrl.presets import notebook_params
 
-__all__ = ["FINDINGS_PAGE", "README_BEGIN", "README_END", "findings_page", "in_short", "results_page", "verdict",
-           "write_readme_summary", "write_results_page"]
+__all__ = ["FINDINGS_PAGE", "README_BEGIN", "README_END", "findings_page", "in_short", "reproducibility", "results_page",
+           "verdict", "write_readme_summary", "write_results_page"]
 
 #: The primary family of claims: the notebook whose claims answer "does WMRL work at this scale?", declared
 #: before its runs (``notebooks/_primary.py``); until its claims exist, Table 1's (:data:`TABLE1`) stand in.
@@ -139,13 +141,14 @@ class _Read:
     tables: dict = field(default_factory=dict)  # notebook -> its claims table
     paragraphs: dict = field(default_factory=dict)  # notebook -> (title, sentences)
     noise: list = field(default_factory=list)
+    reproducibility: str = ""
 
 
 def _read(results: str | Path, preset: str) -> _Read:
     results = Path(results)
     params = notebook_params(preset)
     seeds = params["SEEDS"]
-    out = _Read(preset, params)
+    out = _Read(preset, params, reproducibility=reproducibility(results))
     runs = _train_runs(results, preset, seeds)
     paragraphs, tables = out.paragraphs, out.tables
     for notebook, d in declared_claims(results, preset).items():  # every notebook's, new ablations' too
@@ -155,6 +158,55 @@ def _read(results: str | Path, preset: str) -> _Read:
     if runs is not None and "untrained" in set(runs.arm) and runs[runs.arm == "untrained"].seed.nunique() > 1:
         out.noise = _noise_section(runs)
     return out
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def reproducibility(results: str | Path, brief: bool = False) -> str:
+    """One paragraph on how far the committed runs reproduce: which campaigns carry their execution record
+    (``results/executions/<campaign>.jsonl.gz``, replayable to the bit), and how each one's last fresh
+    retraining agreed with the runs it replaced (``<campaign>.agreement.json``, kept by
+    ``python -m wmrl.reproduce``); "" when no campaign carries a record. ``brief``: the README's two sentences."""
+    folder = Path(results) / "executions"
+    recorded = sorted(p.name.removesuffix(".jsonl.gz") for p in folder.glob("*.jsonl.gz"))
+    if not recorded:
+        return ""
+    many = len(recorded) > 1
+    if brief:
+        kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
+        owner = {c: f"the {c} campaign's" if many else "its" for c in kept}
+        fresh = "; ".join(f"retrained fresh, {a['within_1pt']} of {owner[c]} {a['runs']} runs came within 1 point and "
+                          f"{len(a['verdicts_changed'])} of {a['verdicts']} verdicts changed" for c, a in kept.items())
+        return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} bit "
+                f"for bit from {'their' if many else 'its'} execution record{'; ' + fresh if fresh else ''}; others "
+                "predate it ([FINDINGS.md](FINDINGS.md)).")
+    whose = "campaigns'" if many else "campaign's"
+    said = [(f"**Reproducibility.** The {_listed(recorded)} {whose} runs carry their execution record "
+             "(`results/executions/`): `python -m wmrl.reproduce --campaign C --replay-executions` retrains them "
+             "from it bit for bit, executing nothing.")]
+    for campaign in recorded:
+        path = folder / f"{campaign}.agreement.json"
+        if not path.is_file():
+            continue
+        a = json.loads(path.read_text())
+        changed = a["verdicts_changed"]
+        sentence = (f"Retrained fresh, {a['within_1pt']} of the {campaign} campaign's {a['runs']} runs came within 1 "
+                    f"point of the held-out Avg of the runs they replaced (median absolute difference "
+                    f"{a['median_abs_delta']:.1f} points) and {len(changed)} of its {a['verdicts']} verdicts changed"
+                    + (f" ({'; '.join(changed)})" if changed else ""))
+        if a.get("scripts") is not None:
+            sentence += (f"; {a['outcomes_changed']} of the {a['scripts']} scripts both records executed changed "
+                         "outcome")
+        said.append(sentence + ".")
+    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]  # llm: its trainer is never recorded
+    if others:
+        whose = "campaigns'" if len(others) > 1 else "campaign's"
+        said.append(f"The {_listed(others)} {whose} committed runs predate the record "
+                    "and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)); the VLA's and "
+                    "the language-model agent's (notebooks 06 and 07) are never recorded.")
+    return " ".join(said)
 
 
 def _declared(table: pd.DataFrame) -> bool:
@@ -241,6 +293,8 @@ def _render_findings(read: _Read) -> str:
         title, sentences = read.paragraphs[notebook]
         lines += [f"**[{notebook}](notebooks/{notebook}.ipynb)** ({title}). " + " ".join(sentences), ""]
     lines += read.noise
+    if read.reproducibility:
+        lines += ["", read.reproducibility]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -307,10 +361,11 @@ def _over_tasks_sentence(page_lines: list[str]) -> str:
             f"its own runs), points of held-out Avg paired over held-out tasks and seeds: {'; '.join(said)}.") if said else ""
 
 
-def write_readme_summary(page: str | Path, readme: str | Path) -> None:
+def write_readme_summary(page: str | Path, readme: str | Path, results: str | Path | None = None) -> None:
     """Copy the primary family's claims (the rows under :data:`PRIMARY_HEADING`, five columns), the page's
-    "In short" paragraph and the language-model agent's claims over tasks into the README's block between :data:`README_BEGIN` and :data:`README_END`, so the
-    front door's summary is the results' and cannot drift from them."""
+    "In short" paragraph, the language-model agent's claims over tasks and (given ``results``) the brief
+    :func:`reproducibility` into the README's block between :data:`README_BEGIN` and :data:`README_END`, so the front door's summary is the
+    results' and cannot drift from them."""
     readme = Path(readme)
     page_lines = Path(page).read_text().splitlines()
     short = next(line for line in page_lines if line.startswith("**In short"))
@@ -330,6 +385,8 @@ def write_readme_summary(page: str | Path, readme: str | Path) -> None:
     block = "\n".join(primary + ["", short]) if len(primary) > 2 else short
     llm = _over_tasks_sentence(page_lines)
     block += f"\n\n{llm}" if llm else ""
+    replays = reproducibility(results, brief=True) if results is not None else ""
+    block += f"\n\n{replays}" if replays else ""
     new = f"{head}{README_BEGIN}\n{block}\n{README_END}{rest.split(README_END, 1)[1]}"
     if new != text:
         readme.write_text(new)

@@ -98,7 +98,10 @@ def make_oracle_memo(cfg: RunConfig, pool, path: str | Path | None = None) -> Ex
 
 
 def _memo_salt(cfg: RunConfig, pool) -> str:
-    """The pool's manifest and the sandbox's budget, hashed: a changed task or limit never serves a stale result."""
-    manifest = json.dumps(pool.manifest, sort_keys=True, default=str)
+    """The pool's manifest and the sandbox's budget, hashed: a changed task or limit never serves a stale result.
+    The manifest's ``build_seconds`` is left out: it says how long this machine took to build the pool, not what
+    the pool holds, so the same pool built elsewhere keys the same memo (and replays the same record)."""
+    content = {k: v for k, v in pool.manifest.items() if k != "build_seconds"}
+    manifest = json.dumps(content, sort_keys=True, default=str)
     budget = f"cpu-budget {cfg.sandbox.timeout_s}|wall {cfg.sandbox.wall_timeout_s}|{cfg.sandbox.memory_mb}"
     return hashlib.sha256(f"{manifest}|{budget}".encode()).hexdigest()[:16]
