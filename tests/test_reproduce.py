@@ -190,6 +190,7 @@ def test_fresh_removes_the_campaigns_selection_before_training_and_keeps_the_res
     assert reproduce.main(["--campaign", "dial", "--fresh"]) == 0
     assert not dial.exists() and kept.exists() and (results / "train/small/wmrl/seed0").exists()
     assert calls[0] == ("train", "08_fidelity_dial", "small")
+    assert (results / "executions" / "dial.agreement.json").is_file()  # kept where the campaign's results are
 
 
 def test_a_campaign_records_each_notebooks_measured_durations_and_the_timings_keep_them(results, tmp_path):

@@ -559,9 +559,9 @@ def main(argv=None) -> int:
         record_durations(runs, resumed=not args.fresh)  # a campaign at the committed preset: how long it took
         if args.campaign:
             try:
-                found = agreement(args.campaign, names)
+                found = agreement(args.campaign, names, RESULTS)
                 _print_agreement(args.campaign, found)
-                save_agreement(args.campaign, found)
+                save_agreement(args.campaign, found, RESULTS)
             except Exception as e:  # noqa: BLE001 -- a report; the campaign's outcome stands
                 print(f"agreement with the last commit not computed: {type(e).__name__}: {e}", file=sys.stderr)
     if replays:
