@@ -48,8 +48,8 @@ is read) and compares every result file and figure with the ones the recorded ca
 (:func:`compare_outputs`); it exits non-zero if any differs. A campaign retrained at the committed
 preset prints its agreement with the last commit's (:func:`agreement`): runs within 1 point of
 held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records;
-it keeps it beside its record (``<campaign>.agreement.json``), where RESULTS.md reads it. The LLM and VLA notebooks are neither
-recorded nor replayed: their trainers' timings are not read through the record's clock.
+it keeps it beside its record (``<campaign>.agreement.json``), where FINDINGS.md and the README's results
+block read it. The LLM and VLA notebooks are neither recorded nor replayed: their trainers' timings are not read through the record's clock.
 """
 
 from __future__ import annotations
@@ -323,10 +323,8 @@ def save_agreement(campaign: str, found: dict, results: Path = RESULTS) -> Path:
     """Keep ``found`` (:func:`agreement`) with the commit it was compared against and the provenance of the
     comparison, so the page can state it: once the retrained runs are committed, the comparison cannot be
     made again."""
-    path = agreement_path(campaign, results)
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=7", "HEAD"], capture_output=True,
-                          text=True, check=False).stdout.strip()
-    write_json_atomic(path, {"campaign": campaign, "compared_with": head, **found, "provenance": provenance()})
+    path, prov = agreement_path(campaign, results), provenance()  # the comparison was against this HEAD
+    write_json_atomic(path, {"campaign": campaign, "compared_with": prov["git_commit"][:7], **found, "provenance": prov})
     return path
 
 
