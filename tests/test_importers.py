@@ -219,7 +219,17 @@ def test_a_grader_running_past_its_limits_is_stopped_and_blames_the_submission(f
     metric.write_text(metric.read_text().replace("        key = y_true.columns[0]\n", "        while True:\n"
                                                   "            pass\n", 1))
     with pytest.raises(InvalidSubmissionError, match="exceeded the grader's limits"):
-        run_competition_code(task, task.sample_submission_path, limits={"cpu_s": 2, "wall_s": 20})
+        # The CPU limit covers the whole child, importing pandas and scikit-learn included (about 2 s of CPU):
+        # the limit leaves loading room to finish, so that only the metric's loop can exceed it.
+        run_competition_code(task, task.sample_submission_path, limits={"cpu_s": 8, "wall_s": 60})
+
+
+
+def test_a_grader_hanging_while_it_loads_is_stopped_and_blamed_with_its_limits(fixtures, tmp_path):
+    task = import_layout(fixtures, "mledojo", tmp_path / "pool")["spaceship-titanic"]
+    Path(task.scoring.code).write_text("while True:\n    pass\n")
+    with pytest.raises(GradingError, match="died while loading .*'wall_s': 5"):
+        run_competition_code(task, task.sample_submission_path, limits={"cpu_s": 60, "wall_s": 5})
 
 
 # ---------------------------------------------------------------- refused by name

@@ -116,8 +116,8 @@ def run_competition_code(task: Task, submission: Path, limits: dict | None = Non
         if scoring_started:
             raise InvalidSubmissionError(f"grading the submission exceeded the grader's limits ({limits}; exit "
                                          f"{proc.returncode}): {tail}")
-        raise GradingError(f"{task.name}: the competition's grading code died while loading (exit {proc.returncode}):"
-                           f" {tail}")
+        raise GradingError(f"{task.name}: the competition's grading code died while loading (exit {proc.returncode}; "
+                           f"its limits, loading included: {limits}): {tail}")
     if result["phase"] == "load":
         raise GradingError(f"{task.name}: the competition's grading code {s.code} failed to load: {result['error']}. "
                            + install_hint(s.grader, result.get("missing_module")))
