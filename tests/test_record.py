@@ -142,6 +142,20 @@ def test_a_trained_notebook_leaves_its_execution_record_and_replaying_it_reprodu
     assert str(summary.relative_to(replayed)) in reproduce.compare_outputs(recorded, replayed)["differ"]
 
 
+@pytest.mark.slow
+@pytest.mark.extended  # notebook 06's smoke run, twice; the VLA run's own replay is tests/test_vla.py's
+def test_the_vla_notebook_leaves_its_execution_record_and_replays_from_it_to_every_file_and_figure(folders):
+    argv = ["--only", "06_vla", "--preset", "smoke"]
+    assert reproduce.main(argv) == 0
+    recorded, replayed = folders / "smoke" / "results", folders / "replay-executions-smoke" / "results"
+    assert reproduce.main([*argv, "--replay-executions"]) == 0
+    found = reproduce.compare_outputs(recorded, replayed)
+    assert not found["differ"] and not found["missing"]
+    assert any(p.endswith("result.json") for p in found["same"])
+    assert reproduce.compare_outputs(folders / "smoke" / "figures", folders / "replay-executions-smoke" / "figures")[
+        "same"]
+
+
 def test_replaying_executions_without_a_record_says_where_it_looked_and_trains_nothing(folders, monkeypatch,
                                                                                        capsys):
     monkeypatch.setattr(reproduce, "train_notebook", lambda *a, **k: pytest.fail("trained without a record"))
@@ -155,11 +169,12 @@ def test_only_the_replayable_notebooks_train_under_a_record(folders, monkeypatch
     monkeypatch.setattr(reproduce, "_sync", lambda name: None)
     monkeypatch.setattr(reproduce, "train_notebook", lambda name, *a, **k: seen.setdefault(
         name, (os.environ.get(record.ENV), os.environ.get(record.CONTEXT_ENV))))
-    assert reproduce.main(["--only", "03_anchor_only", "07_llm_agent", "--preset", "smoke"]) == 0
+    assert reproduce.main(["--only", "03_anchor_only", "06_vla", "07_llm_agent", "--preset", "smoke"]) == 0
     assert seen["07_llm_agent"] == (None, None)
-    spec, context = seen["03_anchor_only"]
-    assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / 'paper.jsonl.gz'}"
-    assert context == "03_anchor_only" and record.ENV not in os.environ  # set for the notebook only
+    for name in ("03_anchor_only", "06_vla"):
+        spec, context = seen[name]
+        assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / 'paper.jsonl.gz'}"
+        assert context == name and record.ENV not in os.environ  # set for the notebook only
 
 
 def _record_file(path, outcomes: dict):

@@ -24,6 +24,7 @@ warnings.filterwarnings("ignore", module="gymnasium")
 import metaworld
 import torch
 
+from wmrl import record
 from wmrl.arms import get_arm
 from wmrl.config import ConfigError
 from wmrl.presets import PRESETS
@@ -438,6 +439,30 @@ def test_a_run_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_run
     a, b = (torch.load(vla_run_dir(d, "smoke", "wmrl", 0) / "checkpoint.pt", weights_only=False)["policy"]
             for d in (killed, whole))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+
+def test_a_recorded_run_replays_to_the_bit_timings_included(tmp_path, monkeypatch):
+    """Under an execution record a run and its seed's SFT stage keep their clock readings; replayed in a
+    results folder holding neither the run nor the SFT cache, the run comes out identical, every timing
+    included (a second measurement would not repeat them), and the SFT stage is rebuilt from its record."""
+    cfg = vla_config("wmrl", "smoke", overrides={"train.steps": 2})
+    made = tmp_path / "executions" / "paper.jsonl.gz"
+    made.parent.mkdir()
+    monkeypatch.setenv(record.ENV, f"record:{made}")
+    recorded = run_one(cfg, "smoke", tmp_path / "recorded", progress_bar=False)
+    record.export(made)
+    monkeypatch.setenv(record.ENV, f"replay:{made.parent}")
+    assert not sft_cache_dir(tmp_path / "replayed").exists()
+    replayed = run_one(cfg, "smoke", tmp_path / "replayed", progress_bar=False)
+    assert replayed["timing"]["train_s"] > 0 and replayed["sft"]["build_s"] > 0
+    def unstamped(result):  # JSON text: NaN (a step without both outcomes) compares equal to NaN
+        return json.dumps({k: v for k, v in result.items() if k != "provenance"}, sort_keys=True)
+    assert unstamped(replayed) == unstamped(recorded)
+    monkeypatch.setattr(record, "_ACTIVE", None)  # the record opened again: the run's readings from the start
+    with pytest.raises(record.ReplayDiverged, match="run:vla/smoke/wmrl/seed0"):
+        run_one(vla_config("wmrl", "smoke", overrides={"train.steps": 3}), "smoke", tmp_path / "longer",
+                progress_bar=False)
 
 
 def test_overall_weights_in_domain_and_ood_like_the_paper_and_best_all_bracket_the_rate():

@@ -49,7 +49,7 @@ is read) and compares every result file and figure with the ones the recorded ca
 preset prints its agreement with the last commit's (:func:`agreement`): runs within 1 point of
 held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records;
 it keeps it beside its record (``<campaign>.agreement.json``), where FINDINGS.md and the README's results
-block read it. The LLM and VLA notebooks are neither recorded nor replayed: their trainers' timings are not read through the record's clock.
+block read it. The LLM notebook is neither recorded nor replayed: its trainer's timings are not read through the record's clock.
 """
 
 from __future__ import annotations
@@ -89,8 +89,7 @@ TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
 FIGURES = REPO / "figures"
 # Notebooks a replay of the execution record does not cover (the module's docstring says why).
-NOT_REPLAYABLE = {6: "the VLA trainer's timings are not read through the record's clock",
-                  7: "the LLM trainer's timings are not read through the record's clock"}
+NOT_REPLAYABLE = {7: "the LLM trainer's timings are not read through the record's clock"}
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",

@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing as mp
-import time
 from pathlib import Path
 
 import torch
 
+from wmrl import record as clock
 from wmrl.config import ConfigError
 from wmrl.presets import notebook_params
 from wmrl.provenance import provenance, write_json_atomic
@@ -27,7 +27,7 @@ from wmrl.vla.config import TASKS, VLA_ARMS, VLAConfig, vla_config
 from wmrl.vla.envs import shared_pool
 from wmrl.vla.evaluate import evaluate, summarise
 from wmrl.vla.results import result_path, sft_cache_dir, vla_run_dir
-from wmrl.vla.train import build_sft, sft_path, train
+from wmrl.vla.train import build_sft, resume_position, sft_path, train
 
 __all__ = ["one_torch_thread", "preset_arms", "run_all", "run_one", "stored_result"]
 
@@ -88,15 +88,19 @@ def _run_one(cfg: VLAConfig, preset: str, results, tag: str | None, progress_bar
     if changed:
         print(f"{folder / 'result.json'} was written with another config (changed: {', '.join(changed)}); retraining")
         (folder / "result.json").unlink()
-    run = train(cfg, folder, sft_cache_dir(results), progress_bar)
-    t0 = time.perf_counter()
-    success = evaluate(run.policy, shared_pool(), cfg.eval.states, cfg.eval.samples, cfg.train.horizon, cfg.seed)
+    # Under an execution record the run is its own context, named after its folder
+    # (``run:vla/<preset>/<label>/seed<S>``), resumed from where its checkpoint left it.
+    with clock.context("run:" + "/".join(folder.parts[-4:]), resume_position(cfg, folder)):
+        run = train(cfg, folder, sft_cache_dir(results), progress_bar)
+        t0 = clock.wall()
+        success = evaluate(run.policy, shared_pool(), cfg.eval.states, cfg.eval.samples, cfg.train.horizon, cfg.seed)
+        eval_s = clock.wall() - t0
     sft = build_sft(cfg.sft, cfg.seed, sft_cache_dir(results))
     result = {
         "arm": cfg.arm, "preset": preset, "tag": tag, "seed": cfg.seed, "tasks": list(TASKS), "noise": crn.SCHEME,
         "metrics": summarise(success), "success": success.tolist(), "history": run.history, "pairs": run.pairs,
         "sft": {"bc_losses": sft["bc_losses"], "demo_success": sft["demo_success"], "build_s": sft["build_s"]},
-        "timing": {"train_s": run.wall_s, "eval_s": time.perf_counter() - t0},
+        "timing": {"train_s": run.wall_s, "eval_s": eval_s},
         "provenance": provenance(cfg.to_dict(), cfg.seed),
     }
     write_json_atomic(folder / "result.json", result)

@@ -46,7 +46,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +53,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 from tqdm import tqdm  # text bars: no ipywidgets needed
 
+from wmrl import record as clock
 from wmrl.provenance import atomic_path
 from wmrl.step import WMRLStep
 from wmrl.vla import crn
@@ -62,7 +62,7 @@ from wmrl.vla.envs import ACT_DIM, N_TRAIN, TASKS, rollout_batch, shared_pool
 from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import ProgressEstimator, train_progress
 
-__all__ = ["build_sft", "fidelity", "sft_path", "train"]
+__all__ = ["build_sft", "fidelity", "resume_position", "sft_path", "train"]
 
 
 def sft_path(sft: SFTConfig, seed: int, cache: Path) -> Path:
@@ -72,13 +72,22 @@ def sft_path(sft: SFTConfig, seed: int, cache: Path) -> Path:
 
 
 def build_sft(sft: SFTConfig, seed: int, cache: Path) -> dict:
-    """SFT policy and frozen progress estimator of ``seed``, built once per ``sft`` section and shared by the arms."""
+    """SFT policy and frozen progress estimator of ``seed``, built once per ``sft`` section and shared by the arms.
+
+    Under an execution record (:mod:`wmrl.record`) the build is its own context, named after its
+    cache file (``sft:<file stem>``), so that whichever process builds it in a replay reads its
+    recorded clock."""
     path = sft_path(sft, seed, cache)
     if path.exists():
         art = torch.load(path, weights_only=False)
         if art["sft"] == dataclasses.asdict(sft) and art["seed"] == seed:
             return art
-    t0 = time.perf_counter()
+    with clock.context(f"sft:{path.stem}"):
+        return _build_sft(sft, seed, path)
+
+
+def _build_sft(sft: SFTConfig, seed: int, path: Path) -> dict:
+    t0 = clock.wall()
     torch.manual_seed(seed)
     demos = collect_demos(TASKS, range(sft.demo_states), sft.demos_per_state, sft.demo_noise, sft.demo_horizon, seed)
     policy = GaussianPolicy(len(TASKS))
@@ -86,7 +95,7 @@ def build_sft(sft: SFTConfig, seed: int, cache: Path) -> dict:
     wm = train_progress(demos.episodes, len(TASKS), sft.progress_epochs, sft.progress_lr, sft.progress_prefixes, seed)
     art = {"sft": dataclasses.asdict(sft), "seed": seed, "policy": policy.state_dict(), "progress": wm.state_dict(),
            "bc_losses": losses, "demo_success": demos.success_rate, "n_demo_steps": len(demos.obs),
-           "build_s": time.perf_counter() - t0}
+           "build_s": clock.wall() - t0}
     with atomic_path(path) as tmp:
         torch.save(art, tmp)
     return art
@@ -110,7 +119,8 @@ class _Run:
 
     def state_dict(self) -> dict:
         return {"config": self.cfg.to_dict(), "noise": crn.SCHEME, "policy": self.policy.state_dict(),
-                "opt": self.opt.state_dict(), "wmrl": self.wmrl.state_dict(), "step": self.step, "history": self.history, "pairs": self.pairs, "wall_s": self.wall_s}
+                "opt": self.opt.state_dict(), "wmrl": self.wmrl.state_dict(), "step": self.step, "history": self.history, "pairs": self.pairs, "wall_s": self.wall_s,
+                "position": clock.position()}
 
     def load_state_dict(self, s: dict) -> None:
         self.policy.load_state_dict(s["policy"])
@@ -160,6 +170,21 @@ def _update(run: _Run, ro, adv: np.ndarray, weights: np.ndarray, t: VLATrainConf
     return float(loss.detach())
 
 
+def _resumable(cfg: VLAConfig, ckpt: Path) -> dict | None:
+    """The checkpoint at ``ckpt`` if a run of ``cfg`` resumes from it (same config and noise scheme), else None."""
+    if not ckpt.exists():
+        return None
+    saved = torch.load(ckpt, weights_only=False)
+    return saved if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME else None
+
+
+def resume_position(cfg: VLAConfig, folder: Path) -> int | None:
+    """Where the execution record of the run of ``cfg`` in ``folder`` goes on from (:func:`wmrl.record.context`):
+    the position its checkpoint saved if :func:`train` resumes it, else None (the run starts again)."""
+    saved = _resumable(cfg, Path(folder) / "checkpoint.pt")
+    return None if saved is None else saved.get("position", 0)
+
+
 def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True) -> _Run:
     """Post-train the SFT policy of ``cfg.seed`` with ``cfg.arm``, resuming from ``folder/checkpoint.pt``.
 
@@ -169,29 +194,27 @@ def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True) 
     sft = build_sft(cfg.sft, cfg.seed, cache)
     run = _Run(cfg, sft)
     ckpt = Path(folder) / "checkpoint.pt"
-    if ckpt.exists():
-        saved = torch.load(ckpt, weights_only=False)
-        if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME:
-            run.load_state_dict(saved)
-        else:
-            print(f"{ckpt} was written with another config or noise scheme; training {cfg.arm} seed {cfg.seed} "
-                  "from its SFT start")
-            ckpt.unlink()
+    if (saved := _resumable(cfg, ckpt)) is not None:
+        run.load_state_dict(saved)
+    elif ckpt.exists():
+        print(f"{ckpt} was written with another config or noise scheme; training {cfg.arm} seed {cfg.seed} "
+              "from its SFT start")
+        ckpt.unlink()
     t, n = cfg.train, cfg.train.group_size
     total = t.steps if cfg.arm_spec.train else 0
     pool = shared_pool()
     for _ in tqdm(range(run.step, total), desc=f"{cfg.arm} seed {cfg.seed}", disable=not progress_bar,
                   initial=run.step, total=total):
-        t0 = time.perf_counter()
+        t0 = clock.wall()
         routing = run.wmrl.route()  # which groups are executed (scored by success) and predicted (by progress)
         g = routing.n_groups
         task, state = crn.train_draws(cfg.seed, run.step, g, len(TASKS), N_TRAIN)  # training states only: 0..15
         keys = [(run.step, k, i) for k in range(g) for i in range(n)]  # (step, group, member)
         noise = crn.action_noise(cfg.seed, crn.TRAIN_NOISE, keys, t.horizon, ACT_DIM)
         ro = rollout_batch(pool, run.policy.sampler(), np.repeat(task, n), np.repeat(state, n), t.horizon, noise)
-        t1 = time.perf_counter()
+        t1 = clock.wall()
         success, progress = ro.success.reshape(g, n), run.wm.score(ro).reshape(g, n)
-        t2 = time.perf_counter()
+        t2 = clock.wall()
         real = np.where(routing.executed[:, None], success, np.nan)
         predicted = np.where(routing.predicted[:, None], progress, np.nan)
         out = run.wmrl(real, predicted, routing.executed)  # rewards, OD, eta^2, rho, weights, advantages
@@ -202,9 +225,9 @@ def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True) 
         run.history.append({"step": run.step, "train_success": float(success.mean()),
                             "progress": float(progress.mean()), "loss": loss, "env_steps": ro.env_steps,
                             **fidelity(success, progress),  # the world model on this step's rollouts
-                            "t_rollout": t1 - t0, "t_wm": t2 - t1, "t_update": time.perf_counter() - t2,
+                            "t_rollout": t1 - t0, "t_wm": t2 - t1, "t_update": clock.wall() - t2,
                             "std": float(run.policy.log_std.detach().exp().mean()), **out.log})
-        run.wall_s += time.perf_counter() - t0
+        run.wall_s += clock.wall() - t0
         with atomic_path(ckpt) as tmp:
             torch.save(run.state_dict(), tmp)
     return run
