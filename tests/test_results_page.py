@@ -224,8 +224,14 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     assert "The paper and beyond campaigns' committed runs predate" in text
     brief = results_page.reproducibility(tmp_path, brief=True)
     assert brief == ("**Reproducibility.** The dial and primary campaigns replay bit for bit from their execution "
-                     "record; retrained fresh, 4 of the dial campaign's 30 runs came within 1 point and 1 of 9 "
-                     "verdicts changed; others predate it ([FINDINGS.md](FINDINGS.md)).")
+                     "record; retrained fresh, 4 of 30 runs came within 1 point, and 1 of 9 verdicts changed; others "
+                     "predate it ([FINDINGS.md](FINDINGS.md)).")
+    (folder / "primary.agreement.json").write_text(json.dumps(
+        {"runs": 48, "within_1pt": 10, "median_abs_delta": 2.0, "verdicts": 5, "verdicts_changed": [],
+         "scripts": None, "outcomes_changed": None}))
+    assert ("retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
+            "verdicts changed; others") in results_page.reproducibility(tmp_path, brief=True)
+    (folder / "primary.agreement.json").unlink()
     (tmp_path / "page.md").write_text("# Results\n\n**In short.** One.\n")
     (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md", tmp_path)

@@ -176,12 +176,13 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     many = len(recorded) > 1
     if brief:
         kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
-        owner = {c: f"the {c} campaign's" if many else "its" for c in kept}
-        fresh = "; ".join(f"retrained fresh, {a['within_1pt']} of {owner[c]} {a['runs']} runs came within 1 point and "
-                          f"{len(a['verdicts_changed'])} of {a['verdicts']} verdicts changed" for c, a in kept.items())
+        named = (lambda c: f" ({c})") if len(kept) > 1 else (lambda c: "")
+        within = " and ".join(f"{a['within_1pt']} of {a['runs']}{named(c)}" for c, a in kept.items())
+        changed = " and ".join(f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values())
+        fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} bit "
-                f"for bit from {'their' if many else 'its'} execution record{'; ' + fresh if fresh else ''}; others "
-                "predate it ([FINDINGS.md](FINDINGS.md)).")
+                f"for bit from {'their' if many else 'its'} execution record{fresh}; others predate it "
+                "([FINDINGS.md](FINDINGS.md)).")
     whose = "campaigns'" if many else "campaign's"
     said = [(f"**Reproducibility.** The {_listed(recorded)} {whose} runs carry their execution record "
              "(`results/executions/`): `python -m wmrl.reproduce --campaign C --replay-executions` retrains them "
@@ -204,8 +205,8 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     if others:
         whose = "campaigns'" if len(others) > 1 else "campaign's"
         said.append(f"The {_listed(others)} {whose} committed runs predate the record "
-                    "and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)); the VLA's and "
-                    "the language-model agent's (notebooks 06 and 07) are never recorded.")
+                    "and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)); the "
+                    "language-model agent's (notebook 07) are never recorded.")
     return " ".join(said)
 
 
