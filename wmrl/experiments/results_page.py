@@ -206,7 +206,7 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
         whose = "campaigns'" if len(others) > 1 else "campaign's"
         said.append(f"The {_listed(others)} {whose} committed runs predate the record "
                     "and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)); the "
-                    "language-model agent's (notebook 07) are never recorded.")
+                    "language-model agent's runs (notebook 07) are never recorded.")
     return " ".join(said)
 
 
