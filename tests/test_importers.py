@@ -224,7 +224,6 @@ def test_a_grader_running_past_its_limits_is_stopped_and_blames_the_submission(f
         run_competition_code(task, task.sample_submission_path, limits={"cpu_s": 8, "wall_s": 60})
 
 
-
 def test_a_grader_hanging_while_it_loads_is_stopped_and_blamed_with_its_limits(fixtures, tmp_path):
     task = import_layout(fixtures, "mledojo", tmp_path / "pool")["spaceship-titanic"]
     Path(task.scoring.code).write_text("while True:\n    pass\n")

@@ -441,7 +441,6 @@ def test_a_run_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_run
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-
 def test_a_recorded_run_replays_to_the_bit_timings_included(tmp_path, monkeypatch):
     """Under an execution record a run and its seed's SFT stage keep their clock readings; replayed in a
     results folder holding neither the run nor the SFT cache, the run comes out identical, every timing

@@ -27,7 +27,7 @@ from wmrl.vla.config import TASKS, VLA_ARMS, VLAConfig, vla_config
 from wmrl.vla.envs import shared_pool
 from wmrl.vla.evaluate import evaluate, summarise
 from wmrl.vla.results import result_path, sft_cache_dir, vla_run_dir
-from wmrl.vla.train import build_sft, resume_position, sft_path, train
+from wmrl.vla.train import build_sft, resumable, sft_path, train
 
 __all__ = ["one_torch_thread", "preset_arms", "run_all", "run_one", "stored_result"]
 
@@ -90,8 +90,9 @@ def _run_one(cfg: VLAConfig, preset: str, results, tag: str | None, progress_bar
         (folder / "result.json").unlink()
     # Under an execution record the run is its own context, named after its folder
     # (``run:vla/<preset>/<label>/seed<S>``), resumed from where its checkpoint left it.
-    with clock.context("run:" + "/".join(folder.parts[-4:]), resume_position(cfg, folder)):
-        run = train(cfg, folder, sft_cache_dir(results), progress_bar)
+    saved = resumable(cfg, folder)
+    with clock.context("run:" + "/".join(folder.parts[-4:]), None if saved is None else saved.get("position", 0)):
+        run = train(cfg, folder, sft_cache_dir(results), progress_bar, saved)
         t0 = clock.wall()
         success = evaluate(run.policy, shared_pool(), cfg.eval.states, cfg.eval.samples, cfg.train.horizon, cfg.seed)
         eval_s = clock.wall() - t0

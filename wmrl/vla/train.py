@@ -62,7 +62,7 @@ from wmrl.vla.envs import ACT_DIM, N_TRAIN, TASKS, rollout_batch, shared_pool
 from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import ProgressEstimator, train_progress
 
-__all__ = ["build_sft", "fidelity", "resume_position", "sft_path", "train"]
+__all__ = ["build_sft", "fidelity", "resumable", "sft_path", "train"]
 
 
 def sft_path(sft: SFTConfig, seed: int, cache: Path) -> Path:
@@ -170,36 +170,39 @@ def _update(run: _Run, ro, adv: np.ndarray, weights: np.ndarray, t: VLATrainConf
     return float(loss.detach())
 
 
-def _resumable(cfg: VLAConfig, ckpt: Path) -> dict | None:
-    """The checkpoint at ``ckpt`` if a run of ``cfg`` resumes from it (same config and noise scheme), else None."""
+def resumable(cfg: VLAConfig, folder: Path) -> dict | None:
+    """The checkpoint in ``folder`` if the run of ``cfg`` resumes from it (same config and noise scheme), else
+    None; a checkpoint of another config or noise scheme is deleted, saying so. Its ``position`` is where the
+    run's execution record goes on from (:func:`wmrl.record.context`)."""
+    ckpt = Path(folder) / "checkpoint.pt"
     if not ckpt.exists():
         return None
     saved = torch.load(ckpt, weights_only=False)
-    return saved if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME else None
+    if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME:
+        return saved
+    print(f"{ckpt} was written with another config or noise scheme; training {cfg.arm} seed {cfg.seed} "
+          "from its SFT start")
+    ckpt.unlink()
+    return None
 
 
-def resume_position(cfg: VLAConfig, folder: Path) -> int | None:
-    """Where the execution record of the run of ``cfg`` in ``folder`` goes on from (:func:`wmrl.record.context`):
-    the position its checkpoint saved if :func:`train` resumes it, else None (the run starts again)."""
-    saved = _resumable(cfg, Path(folder) / "checkpoint.pt")
-    return None if saved is None else saved.get("position", 0)
+_READ = object()  # train's default: read the checkpoint itself
 
 
-def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True) -> _Run:
+def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True, saved=_READ) -> _Run:
     """Post-train the SFT policy of ``cfg.seed`` with ``cfg.arm``, resuming from ``folder/checkpoint.pt``.
 
     Returns the finished run (its ``policy``, ``history``, ``pairs``). A checkpoint written with
-    another config is not resumed: the run starts again and replaces it.
+    another config is not resumed: the run starts again and replaces it. ``saved``: what :func:`resumable`
+    returned, when the caller has read the checkpoint already (read here by default).
     """
     sft = build_sft(cfg.sft, cfg.seed, cache)
     run = _Run(cfg, sft)
     ckpt = Path(folder) / "checkpoint.pt"
-    if (saved := _resumable(cfg, ckpt)) is not None:
+    if saved is _READ:
+        saved = resumable(cfg, folder)
+    if saved is not None:
         run.load_state_dict(saved)
-    elif ckpt.exists():
-        print(f"{ckpt} was written with another config or noise scheme; training {cfg.arm} seed {cfg.seed} "
-              "from its SFT start")
-        ckpt.unlink()
     t, n = cfg.train, cfg.train.group_size
     total = t.steps if cfg.arm_spec.train else 0
     pool = shared_pool()
