@@ -306,7 +306,8 @@ print(cross.to_string())
 # ## 4. Figure: held-out score against world-model fidelity
 #
 # Left: held-out Avg of each arm against the measured within-group Spearman of its level (mean
-# with 95% intervals over seeds on both axes; faint dots: seeds), the reference arms as dashed
+# with its 95% interval over seeds, the arms' bars drawn a little apart at each level; the
+# Spearman's own interval is the right panel's band; faint dots: seeds), the reference arms as dashed
 # lines (their means; their 95% intervals over seeds as bars at the left edge), WMRL's break-even
 # against GRPO (vertical line; its interval as the bar along the bottom), and the real world
 # models: the program-analysis model at each profile at its runs' anchor-pair Spearman (vertical
@@ -328,16 +329,17 @@ for k, band in enumerate(BANDS):
         ax.errorbar([x_ref + 0.03 * k], [m], yerr=[[m - lo], [hi - m]], fmt="s", color=c, capsize=4, ms=5, lw=2)
     handles.append(Line2D([], [], color=c, ls="--", marker="s", ms=5,
                           label=f"{band}, default runs (bar at the left: 95% CI)"))
-for arm in DIAL_ARMS:
+DODGE = 0.012  # the arms' bars side by side at each level (a shift of the drawing, not of the measured Spearman)
+for k, arm in enumerate(DIAL_ARMS):
     d, c = dial[dial.arm == arm], plots.arm_color(arm)
+    shift = (k - (len(DIAL_ARMS) - 1) / 2) * DODGE
     pts = []
     for noise, g in d.groupby("noise"):
         my, ylo, yhi = ci(g.avg)
-        mx, xlo, xhi = ci(g.x)
-        pts.append((mx, my))
-        ax.errorbar([mx], [my], xerr=None if np.isnan(xlo) else [[mx - xlo], [xhi - mx]],
-                    yerr=None if np.isnan(ylo) else [[my - ylo], [yhi - my]], fmt="o", color=c, capsize=3, ms=6,
-                    alpha=0.85)
+        mx = g.x.mean()
+        pts.append((mx + shift, my))
+        ax.errorbar([mx + shift], [my], yerr=None if np.isnan(ylo) else [[my - ylo], [yhi - my]], fmt="o", color=c,
+                    capsize=3, ms=6, alpha=0.85)
         ax.plot(g.x, g.avg, ".", color=c, alpha=0.35)
     pts.sort()
     ax.plot(*zip(*pts), "-", color=c, lw=1.5)

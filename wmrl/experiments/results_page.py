@@ -176,9 +176,9 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     many = len(recorded) > 1
     if brief:
         kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
-        within = " and ".join(f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")
-                              for c, a in kept.items())
-        changed = " and ".join(f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values())
+        within = _listed([f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")
+                          for c, a in kept.items()])
+        changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
         fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} bit "
                 f"for bit from {'their' if many else 'its'} execution record{fresh}; others predate it "
