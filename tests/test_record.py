@@ -246,7 +246,7 @@ def test_runs_recorded_by_parallel_processes_keep_their_own_sequences(tmp_path):
 COMMITTED = REPO / "results"
 #: One run of each campaign whose execution record is committed, replayed in full by the test below: the
 #: record must give back that run's committed files to the bit on any machine.
-REPLAYED = {"dial": "wm~oracle-0/seed0", "paper": "wmrl/seed0", "primary": "wmrl/seed6"}
+REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "paper": "wmrl/seed0", "primary": "wmrl/seed6"}
 
 
 def _record_contexts(path) -> set[str]:

@@ -231,6 +231,18 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
          "scripts": None, "outcomes_changed": None}))
     assert ("retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
             "verdicts changed; others") in results_page.reproducibility(tmp_path, brief=True)
+    for campaign in ("paper", "beyond"):
+        (folder / f"{campaign}.jsonl.gz").write_bytes(b"")
+    text = results_page.reproducibility(tmp_path)  # every campaign the record covers carries one
+    assert "predate" not in text and text.endswith(
+        "Every campaign but one carries its record: the language-model agent's runs (notebook 07) are never "
+        "recorded ([docs/reproducibility.md](docs/reproducibility.md)).")
+    assert results_page.reproducibility(tmp_path, brief=True) == (
+        "**Reproducibility.** Every campaign but notebook 07's replays bit for bit from its execution record; "
+        "retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
+        "verdicts changed ([FINDINGS.md](FINDINGS.md)).")
+    for campaign in ("paper", "beyond"):
+        (folder / f"{campaign}.jsonl.gz").unlink()
     (folder / "primary.agreement.json").unlink()
     (tmp_path / "page.md").write_text("# Results\n\n**In short.** One.\n")
     (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\n")

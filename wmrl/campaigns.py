@@ -1,8 +1,8 @@
 """The campaign registry: which notebooks each campaign runs and which run folders it retrains.
 
-The committed results come from four campaigns, each one command (``make reproduce``,
-``make reproduce-dial``, ``make reproduce-beyond``, ``make reproduce-llm``, which call
-``python -m wmrl.reproduce --campaign NAME --fresh``). This table is the only place that says
+The committed results come from five campaigns, each one command (``make reproduce``,
+``make reproduce-dial``, ``make reproduce-beyond``, ``make reproduce-primary``, ``make reproduce-llm``,
+which call ``python -m wmrl.reproduce --campaign NAME --fresh``). This table is the only place that says
 what belongs to which: the notebooks by number, and the runs under ``results/train/<preset>/``
 by label (``arm`` for a default run, ``arm~tag`` for a tagged one) and by seed. ``--fresh``
 removes exactly a campaign's :func:`selection` before it trains, so one campaign never deletes

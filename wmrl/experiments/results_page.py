@@ -174,12 +174,16 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     if not recorded:
         return ""
     many = len(recorded) > 1
+    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]  # llm: its trainer is never recorded
     if brief:
         kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
         within = _listed([f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")
                           for c, a in kept.items()])
         changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
         fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
+        if not others:
+            return (f"**Reproducibility.** Every campaign but notebook 07's replays bit for bit from its execution "
+                    f"record{fresh} ([FINDINGS.md](FINDINGS.md)).")
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} bit "
                 f"for bit from {'their' if many else 'its'} execution record{fresh}; others predate it "
                 "([FINDINGS.md](FINDINGS.md)).")
@@ -201,12 +205,14 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
             sentence += (f"; {a['outcomes_changed']} of the {a['scripts']} scripts both records executed changed "
                          "outcome")
         said.append(sentence + ".")
-    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]  # llm: its trainer is never recorded
+    llm = "the language-model agent's runs (notebook 07) are never recorded"
     if others:
         whose = "campaigns'" if len(others) > 1 else "campaign's"
         said.append(f"The {_listed(others)} {whose} committed runs predate the record "
-                    "and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)); the "
-                    "language-model agent's runs (notebook 07) are never recorded.")
+                    f"and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)); {llm}.")
+    else:
+        said.append(f"Every campaign but one carries its record: {llm} "
+                    "([docs/reproducibility.md](docs/reproducibility.md)).")
     return " ".join(said)
 
 
