@@ -1,6 +1,5 @@
 # The README's two commands: `make reproduce` (the paper's experiments, retrained) and `make test`.
 # Every target bootstraps the virtual environment (.venv) from pyproject.toml, and its Jupyter kernel, if missing.
-# Which notebooks and runs each campaign owns: wmrl/campaigns.py; how long each takes: results/timings.json.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -26,8 +25,7 @@ reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VEN
 CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(CAMPAIGN)
-## Every recorded campaign retrained from its execution record (executing nothing, reading no clock) into
-## results/runs/replay-executions/, every file and figure compared with the committed ones (exit 1 if any differs).
+## Every recorded campaign retrained from its record into results/runs/replay-executions/, compared to the bit.
 replay: $(VENV)/.installed
 	$(REPRODUCE) --replay-executions
 ## First looks in results/runs/small-seeds<S>/, nothing committed changes: notebooks 00-06 at seed 0 (QUICK_NOTEBOOKS=all:
@@ -41,8 +39,7 @@ reproduce-beyond-quick: $(VENV)/.installed
 	$(REPRODUCE) --campaign beyond --seeds 0 --fresh
 reproduce-llm-quick: $(VENV)/.installed
 	$(REPRODUCE) --campaign llm --quick --fresh
-## Unit tests, nbval and the notebooks' smoke runs over TEST_WORKERS processes (a file's tests on one), each with
-## its share of the cores for torch and BLAS (OMP_NUM_THREADS: at the default, two processes oversubscribe).
+## Unit tests, nbval and smoke runs over TEST_WORKERS processes, each with its share of the cores (OMP_NUM_THREADS).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 TEST_THREADS ?= $(shell n=$$(nproc); t=$$((n / $(TEST_WORKERS))); echo $$((t > 0 ? t : 1)))
@@ -55,8 +52,7 @@ test-extended: $(VENV)/.installed
 ## The further end-to-end LLM runs (every trainer path, kill-and-resume, the OpenAI-compatible backend).
 test-llm: $(VENV)/.installed
 	$(PYTEST) tests -m llm_heavy -n $(TEST_WORKERS)
-## Unit tests only: no notebooks, nothing marked slow.
-test-fast: $(VENV)/.installed
+test-fast: $(VENV)/.installed  # unit tests only: no notebooks, nothing marked slow
 	$(PYTEST) tests -m "not slow" $(XDIST)
 ## Style (ruff) and the import layers of pyproject.toml's [tool.importlinter].
 lint: $(VENV)/.installed
