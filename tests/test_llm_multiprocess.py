@@ -184,6 +184,29 @@ def test_a_resumed_process_other_than_the_main_one_restarts_its_bills_at_the_sav
     assert total[total.component == "update"]["count"].tolist() == [2, 2]
 
 
+def test_a_checkpoint_keeps_the_memo_counters_and_a_resumed_run_counts_each_lookup_once(tmp_path):
+    """The memo's hit and miss counters are saved with the log; on resuming the main process takes them and the
+    others count from zero, so the counters summed at the end are those of a run never interrupted."""
+    from wmrl.trainer.llm.grpo import RunLog
+    from wmrl.trainer.memo import ExecutionMemo
+
+    def memo(name):
+        return ExecutionMemo(tmp_path / f"{name}.sqlite", salt="s")
+
+    saved = RunLog(memo=memo("saved"))
+    saved.memo.put("t", "a", {"status": "ok"})
+    saved.memo.get("t", "a"), saved.memo.get("t", "b")
+    state = saved.state_dict()
+    assert state["memo"] == {"hits": 1, "misses": 1}
+    main, other = RunLog(memo=memo("main")), RunLog(memo=memo("other"))
+    main.load_state_dict(state, main=True)
+    other.load_state_dict(state, main=False)
+    assert main.memo.state_dict() == {"hits": 1, "misses": 1} and other.memo.state_dict() == {"hits": 0, "misses": 0}
+    old = RunLog(memo=memo("old"))
+    old.load_state_dict({k: v for k, v in state.items() if k != "memo"})  # a checkpoint written without counters
+    assert old.memo.state_dict() == {"hits": 0, "misses": 0}
+
+
 def test_the_steps_rollout_statistics_come_from_every_processs_rows():
     """The reward hook sees every process's rows (gathered), and the step's row is their statistics, not those of
     the rows this process rolled out."""

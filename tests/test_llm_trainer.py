@@ -393,6 +393,9 @@ def test_a_killed_llm_run_resumes_and_ends_bit_identical_to_an_uninterrupted_one
     assert (out / "calibration.json").read_text() == (ref / "calibration.json").read_text()
     assert got["heldout"] == expected["heldout"]
     assert got["world_model"] == expected["world_model"]
+    # the memo's counters came back from the checkpoint: every lookup counted once (the reference filled the
+    # shared memo first, so hits and misses split differently, but not their sum)
+    assert sum(got["memo"][k] for k in ("hits", "misses")) == sum(expected["memo"][k] for k in ("hits", "misses"))
     assert got["world_model"]["requests"] == steps.wm_requests.sum()
     assert got["world_model"]["predictions"] == steps.wm_predictions.sum() > steps.wm_predictions.iloc[-1]  # both steps
     counts = ["step", "component", "count"]

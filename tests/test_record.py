@@ -109,8 +109,11 @@ def test_a_recorded_run_killed_and_resumed_replays_to_the_bit_without_executing_
     kw["memo_path"] = tmp_path / "other-memo.sqlite"  # a replay reads no memo file
     run_arm("wmrl", "smoke", seed=4, out=tmp_path / "b" / "train" / "smoke" / "wmrl" / "seed4", **kw)
     (sa, fa), (sb, fb) = (_frames(tmp_path / x / "train" / "smoke" / "wmrl" / "seed4") for x in "ab")
-    sa.pop("memo"), sb.pop("memo")  # the resumed run counts only the memo hits after its resume
-    assert sa == sb
+    assert sa == sb  # the memo's hit and miss counters too: the resumed run restored them from its checkpoint
+    assert sa["memo"]["hits"] + sa["memo"]["misses"] > 0
+    made = [json.loads((tmp_path / x / "train" / "smoke" / "wmrl" / "seed4" / "summary.json").read_text())
+            ["provenance"]["executions"] for x in "ab"]
+    assert made == [f"record:{out}", f"replay:{out.parent}"]  # each says how its executions were obtained
     assert fa.keys() == fb.keys() and "ledger.parquet" in fa
     for name in fa:
         pd.testing.assert_frame_equal(fa[name], fb[name], check_exact=True, obj=name)

@@ -1,4 +1,4 @@
-"""Provenance stamped on every result file: config, seed, git commit, date, machine, processes.
+"""Provenance stamped on every result file: config, seed, git commit, date, machine, processes, executions.
 
 It also knows where the repository is (``REPO``), in one place: every module that needs the
 root (results, parameters, notebooks, the default data pool) imports it from here. In a checkout
@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from wmrl.record import ENV as EXECUTIONS_ENV
 
 __all__ = ["REPO", "atomic_path", "find_repo", "processes", "provenance", "write_json_atomic"]
 
@@ -61,6 +63,8 @@ def provenance(config: dict | None = None, seed: int | None = None) -> dict:
             "load": machine_load(),
         },
         "processes": processes(),
+        # measured afresh and recorded (``record:<file>``), or served from a record (``replay:<folder>``)
+        "executions": os.environ.get(EXECUTIONS_ENV),
     }
 
 

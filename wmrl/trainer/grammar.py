@@ -105,6 +105,8 @@ def _train(cfg: RunConfig, out: Path, pool, preset: str, saved: dict | None, mem
         rng.bit_generator.state = saved["rng"]
         ledger.load_state_dict(saved["ledger"])
         eval_ledger.load_state_dict(saved["eval_ledger"])
+        if db is not None and saved.get("memo"):  # a checkpoint from before the counters were kept has none
+            db.load_state_dict(saved["memo"])
         state = saved["state"]
     bar = tqdm(range(state["step"], t.steps), desc=f"{cfg.arm} s{cfg.seed}", disable=not progress,
                initial=state["step"], total=t.steps)
@@ -132,6 +134,7 @@ def _train(cfg: RunConfig, out: Path, pool, preset: str, saved: dict | None, mem
                 torch.save({"config": cfg.to_dict(), "learner": learner.state_dict(),
                             "rng": rng.bit_generator.state, "ledger": ledger.state_dict(),
                             "eval_ledger": eval_ledger.state_dict(), "state": state,
+                            "memo": db.state_dict() if db is not None else None,
                             "position": clock.position()}, tmp)
     if not any(r["step"] == t.steps for r in state["evals"]):
         t_eval = clock.wall()

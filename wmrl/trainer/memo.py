@@ -66,5 +66,12 @@ class ExecutionMemo:
         with self._db:
             self._db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?)", (code_key(task_name, code, self.salt), payload))
 
+    def state_dict(self) -> dict:
+        """The hit and miss counters, checkpointed with a run so that a resumed run counts from where it stopped."""
+        return {"hits": self.hits, "misses": self.misses}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.hits, self.misses = state["hits"], state["misses"]
+
     def close(self) -> None:
         self._db.close()

@@ -47,6 +47,7 @@ from transformers import TrainerCallback
 from wmrl.ledger import ComputeLedger
 from wmrl.provenance import atomic_path
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout, sampling_logprobs
+from wmrl.trainer.memo import ExecutionMemo
 from wmrl.trainer.rollout import world_model_totals
 from wmrl.world_model.llm import stat_rates
 
@@ -77,29 +78,37 @@ class RunLog:
     eval_ledger: ComputeLedger = field(default_factory=ComputeLedger)
     pending: dict = field(default_factory=dict)  # the current step's row, filled by rollout and reward
     rollout_s: float = 0.0  # seconds of this step spent in rollout_func and the reward hook
+    memo: ExecutionMemo | None = None  # the run's execution memo, whose hit and miss counters are checkpointed
 
     def state_dict(self) -> dict:
         return {"steps": self.steps, "evals": self.evals, "pairs": self.pairs, "wall_s": self.wall_s,
-                "ledger": self.ledger.state_dict(), "eval_ledger": self.eval_ledger.state_dict()}
+                "ledger": self.ledger.state_dict(), "eval_ledger": self.eval_ledger.state_dict(),
+                "memo": self.memo.state_dict() if self.memo is not None else None}
 
     def load_state_dict(self, s: dict, main: bool = True) -> None:
-        """Restore ``s``; its ledgers (every process's bills, :meth:`merged_state`) go to the ``main`` process
-        only, the others' start at the saved step with nothing billed, so the run's sum counts each bill once."""
+        """Restore ``s``; its ledgers and memo counters (every process's, :meth:`merged_state`) go to the ``main``
+        process only, the others' start at the saved step with nothing billed or counted, so the run's sum counts
+        each bill and each memo lookup once."""
         self.steps, self.evals, self.pairs, self.wall_s = list(s["steps"]), list(s["evals"]), list(s["pairs"]), s["wall_s"]
         for ledger, saved in ((self.ledger, s["ledger"]), (self.eval_ledger, s["eval_ledger"])):
             ledger.load_state_dict(saved if main else {"step": saved["step"], "rows": [], "apart": []})
+        if self.memo is not None and s.get("memo"):  # a checkpoint from before the counters were kept has none
+            self.memo.load_state_dict(s["memo"] if main else {"hits": 0, "misses": 0})
 
     def merged_state(self) -> dict:
-        """:meth:`state_dict` with each ledger summed over the processes (a collective: every process calls it)."""
+        """:meth:`state_dict` with each ledger and the memo counters summed over the processes (a collective: every
+        process calls it)."""
         from accelerate import PartialState
         from accelerate.utils import gather_object
 
         state = self.state_dict()
         if PartialState().num_processes > 1:
-            parts = gather_object([(state["ledger"], state["eval_ledger"])])
+            parts = gather_object([(state["ledger"], state["eval_ledger"], state["memo"])])
             state["ledger"] = ComputeLedger.summed([ComputeLedger.from_state_dict(p[0]) for p in parts]).state_dict()
             state["eval_ledger"] = ComputeLedger.summed(
                 [ComputeLedger.from_state_dict(p[1]) for p in parts]).state_dict()
+            if state["memo"] is not None:
+                state["memo"] = {k: sum(p[2][k] for p in parts) for k in state["memo"]}
         return state
 
     def world_model_totals(self) -> dict | None:

@@ -280,7 +280,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     init, sft_info = initial_model(cfg, pool, progress, build=procs.num_processes == 1)
     sandbox = make_sandbox(cfg.sandbox)
     db = make_memo(cfg, pool, out, memo_path)
-    log = RunLog()
+    log = RunLog(memo=db)
     eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
     extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
     if not cfg.arm_spec.train:
