@@ -25,7 +25,7 @@ reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VEN
 CAMPAIGN ?= paper
 reproduce-resume: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(CAMPAIGN)
-## Every recorded campaign retrained from its record into results/runs/replay-executions/, compared to the bit.
+## Every recorded campaign retrained from its record into results/runs/replay-executions/ and compared.
 replay: $(VENV)/.installed
 	$(REPRODUCE) --replay-executions
 ## First looks in results/runs/small-seeds<S>/, nothing committed changes: notebooks 00-06 at seed 0 (QUICK_NOTEBOOKS=all:

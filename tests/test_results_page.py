@@ -211,6 +211,7 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     (folder / "dial.jsonl.gz").write_bytes(b"")
     text = results_page.reproducibility(tmp_path)
     assert text.startswith("**Reproducibility.** The dial campaign's runs carry their execution record")
+    assert "the policy's float32 training diagnostics (loss, KL, entropy) come back to rounding" in text
     assert "The paper, beyond and primary campaigns' committed runs predate the record" in text
     assert "Retrained fresh" not in text  # no agreement kept: none stated
     (folder / "dial.agreement.json").write_text(json.dumps(
@@ -223,8 +224,8 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
             "replaced (median absolute difference 3.3 points) and 1 of its 9 verdicts changed (08 D1: a -> b).") in text
     assert "The paper and beyond campaigns' committed runs predate" in text
     brief = results_page.reproducibility(tmp_path, brief=True)
-    assert brief == ("**Reproducibility.** The dial and primary campaigns replay bit for bit from their execution "
-                     "record; retrained fresh, 4 of 30 runs came within 1 point, and 1 of 9 verdicts changed; others "
+    assert brief == ("**Reproducibility.** The dial and primary campaigns replay from their execution record, every "
+                     "score, verdict and figure to the bit; retrained fresh, 4 of 30 runs came within 1 point, and 1 of 9 verdicts changed; others "
                      "predate it ([FINDINGS.md](FINDINGS.md)).")
     (folder / "primary.agreement.json").write_text(json.dumps(
         {"runs": 48, "within_1pt": 10, "median_abs_delta": 2.0, "verdicts": 5, "verdicts_changed": [],
@@ -238,8 +239,8 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
         "Every campaign but one carries its record: the language-model agent's runs (notebook 07) are never "
         "recorded ([docs/reproducibility.md](docs/reproducibility.md)).")
     assert results_page.reproducibility(tmp_path, brief=True) == (
-        "**Reproducibility.** Every campaign but notebook 07's replays bit for bit from its execution record; "
-        "retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
+        "**Reproducibility.** Every campaign but notebook 07's replays from its execution record, every score, "
+        "verdict and figure to the bit; retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
         "verdicts changed ([FINDINGS.md](FINDINGS.md)).")
     for campaign in ("paper", "beyond"):
         (folder / f"{campaign}.jsonl.gz").unlink()

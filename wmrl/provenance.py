@@ -59,12 +59,12 @@ def provenance(config: dict | None = None, seed: int | None = None) -> dict:
             "hostname": platform.node(),
             "platform": platform.platform(),
             "python": platform.python_version(),
+            "cpu": cpu_model(),
             "cpu_count": os.cpu_count(),
             "load": machine_load(),
         },
         "processes": processes(),
-        # measured afresh and recorded (``record:<file>``), or served from a record (``replay:<folder>``)
-        "executions": os.environ.get(EXECUTIONS_ENV),
+        "executions": executions(),
     }
 
 
@@ -98,6 +98,31 @@ def _group_timeout_s(dist) -> float | None:
         except (AttributeError, RuntimeError, ValueError):
             continue
     return None
+
+
+def executions() -> str | None:
+    """How the result's executions were obtained: measured afresh and recorded (``record:<file>``), served
+    from a record (``replay:<folder or file>``), the path relative to the repository when inside it; None
+    when no record was active (:mod:`wmrl.record`)."""
+    spec = os.environ.get(EXECUTIONS_ENV)
+    if not spec or ":" not in spec:
+        return spec or None
+    mode, path = spec.split(":", 1)
+    try:
+        path = Path(path).resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        pass
+    return f"{mode}:{path}"
+
+
+def cpu_model() -> str:
+    """The processor's model name (Linux: ``/proc/cpuinfo``). float32 arithmetic's last bits depend on it (its
+    vector instructions, the BLAS code path it gets), so a replay on another one can round otherwise."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+    except OSError:
+        return platform.processor() or "unknown"
 
 
 def machine_load() -> dict:

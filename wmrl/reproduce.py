@@ -45,7 +45,8 @@ outcome and measured cost, the memo's answers and the clock's readings, per note
 in ``<results>/executions/<campaign>.jsonl.gz``. ``--replay-executions`` retrains the notebooks
 from that record into ``results/runs/replay-executions[-<variant>]/`` (nothing executes, no clock
 is read) and compares every result file and figure with the ones the recorded campaign wrote
-(:func:`compare_outputs`); it exits non-zero if any differs. A campaign retrained at the committed
+(:func:`compare_outputs`: to the bit, but for the last bits of the policy's float32 training
+diagnostics, which depend on the CPU); it exits non-zero if any differs. A campaign retrained at the committed
 preset prints its agreement with the last commit's (:func:`agreement`): runs within 1 point of
 held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records;
 it keeps it beside its record (``<campaign>.agreement.json``), where FINDINGS.md and the README's results
@@ -76,6 +77,7 @@ from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_k
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
 from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
+from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
 __all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
            "executions", "main", "quickstart_table", "record_durations", "replay_notebook", "save_agreement", "timings",
@@ -199,7 +201,9 @@ def executions(spec: str, notebook: str, export: Path | None = None):
             record.export(export)
 
 
-def _same(a: Path, b: Path) -> bool:
+def _same(a: Path, b: Path) -> str:
+    """``"same"``, ``"rounding"`` (parquet frames equal but for the float32 training diagnostics, within
+    :data:`~wmrl.runs.FLOAT32_RTOL`) or ``"differ"``."""
     if a.suffix == ".json":
         def strip(x):  # provenance (who, where, when) differs by design; what it was made from must not
             if isinstance(x, dict) and {"git_commit", "date", "machine"} <= x.keys():
@@ -207,12 +211,23 @@ def _same(a: Path, b: Path) -> bool:
             if isinstance(x, dict):
                 return {k: strip(v) for k, v in x.items() if k != "provenance"}
             return [strip(v) for v in x] if isinstance(x, list) else x
-        return strip(json.loads(a.read_text())) == strip(json.loads(b.read_text()))
+        return "same" if strip(json.loads(a.read_text())) == strip(json.loads(b.read_text())) else "differ"
     if a.suffix == ".parquet":
+        import numpy as np
         import pandas as pd
+
         fa, fb = pd.read_parquet(a), pd.read_parquet(b)
-        return fa.shape == fb.shape and fa.equals(fb) and list(fa.columns) == list(fb.columns)
-    return a.read_bytes() == b.read_bytes()
+        if fa.shape != fb.shape or list(fa.columns) != list(fb.columns):
+            return "differ"
+        if fa.equals(fb):
+            return "same"
+        loose = [c for c in FLOAT32_DIAGNOSTICS if c in fa and fa[c].dtype.kind == "f"]
+        if not loose or not fa.drop(columns=loose).equals(fb.drop(columns=loose)):
+            return "differ"
+        x, y = fa[loose].to_numpy(float), fb[loose].to_numpy(float)
+        close = np.isclose(x, y, rtol=FLOAT32_RTOL, atol=FLOAT32_RTOL, equal_nan=True).all()
+        return "rounding" if close else "differ"
+    return "same" if a.read_bytes() == b.read_bytes() else "differ"
 
 
 def _copy_others(campaign: str, recorded: Path, replay: Path, preset: str, seeds) -> set[str]:
@@ -234,18 +249,19 @@ def _copy_others(campaign: str, recorded: Path, replay: Path, preset: str, seeds
 
 def compare_outputs(recorded: Path, replayed: Path, skip: set[str] = frozenset()) -> dict[str, list[str]]:
     """Every file a replay wrote under ``replayed`` against the one at the same path under ``recorded``:
-    ``{"same": [...], "differ": [...], "missing": [...]}`` (paths relative to ``replayed``). JSON files are
-    compared without their provenance (its commit, date and machine differ by design; its config and
-    seed are kept), parquet frames
-    exactly, anything else byte for byte; the record itself, checkpoints, memo files and ``skip`` (paths
-    relative to ``replayed``: files copied in, not written by the replay) are skipped."""
-    out = {"same": [], "differ": [], "missing": []}
+    ``{"same": [...], "rounding": [...], "differ": [...], "missing": [...]}`` (paths relative to ``replayed``).
+    JSON files are compared without their provenance (its commit, date and machine differ by design; its
+    config and seed are kept), parquet frames exactly but for the policy's float32 training diagnostics
+    (:data:`~wmrl.runs.FLOAT32_DIAGNOSTICS`: a frame equal but for their rounding is ``rounding``), anything
+    else byte for byte; the record itself, checkpoints, memo files and ``skip`` (paths relative to
+    ``replayed``: files copied in, not written by the replay) are skipped."""
+    out = {"same": [], "rounding": [], "differ": [], "missing": []}
     for path in sorted(p for p in replayed.rglob("*") if p.is_file()):
         rel = path.relative_to(replayed)
         if rel.parts[0] == "executions" or path.suffix in (".pt", ".sqlite", ".ipynb") or str(rel) in skip:
             continue
         other = recorded / rel
-        out["missing" if not other.exists() else "same" if _same(other, path) else "differ"].append(str(rel))
+        out["missing" if not other.exists() else _same(other, path)].append(str(rel))
     return out
 
 
@@ -577,7 +593,9 @@ def main(argv=None) -> int:
         found = {k: a + b for (k, a), b in zip(compare_outputs(recorded[0], results_dir, copied).items(),
                                                compare_outputs(recorded[1], figures_dir).values())}
         print(f"\nreplayed from the execution record into {records}/: {len(found['same'])} files identical to the "
-              f"recorded campaign's, {len(found['differ'])} different, {len(found['missing'])} not in it")
+              f"recorded campaign's, {len(found['rounding'])} equal but for the float32 rounding of the policy's "
+              f"training diagnostics ({', '.join(FLOAT32_DIAGNOSTICS)}: this CPU computes their last bits "
+              f"otherwise), {len(found['differ'])} different, {len(found['missing'])} not in it")
         for rel in found["differ"]:
             print(f"  differs: {rel}")
         if found["differ"] or not found["same"]:

@@ -28,12 +28,21 @@ import pandas as pd
 from wmrl.ledger import ComputeLedger
 from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
 
-__all__ = ["PAIR_COLUMNS", "RESULTS", "headline", "per_category", "run_dir", "run_label", "write_run"]
+__all__ = ["FLOAT32_DIAGNOSTICS", "FLOAT32_RTOL", "PAIR_COLUMNS", "RESULTS", "headline", "per_category", "run_dir",
+           "run_label", "write_run"]
 
 RESULTS = REPO / "results"
 #: An anchor pair's fields after its step: the raw and calibrated prediction, the real reward, and
 #: (notebook 09's runs) whether the scored script is in the logged region (1) or not (0).
 PAIR_COLUMNS = ("pred", "calibrated", "true", "region")
+#: The columns of ``steps.parquet`` the policy computes in float32 (torch): its loss, KL to the reference
+#: and entropy. Their last bits depend on the CPU's vector instructions and the BLAS code path it takes,
+#: which no execution record fixes, and the rounding carries through the optimiser's steps, so a replay
+#: on another machine gives them back to ``FLOAT32_RTOL`` (relative, with as much absolute slack), not
+#: to the bit. Every score, reward, bill, pair and calibration is float64 arithmetic on recorded
+#: outcomes, and is compared exactly.
+FLOAT32_DIAGNOSTICS = ("loss", "kl", "entropy")
+FLOAT32_RTOL = 1e-3
 
 
 def run_label(arm: str, tag: str | None = None) -> str:

@@ -166,7 +166,7 @@ def _listed(names: list[str]) -> str:
 
 def reproducibility(results: str | Path, brief: bool = False) -> str:
     """One paragraph on how far the committed runs reproduce: which campaigns carry their execution record
-    (``results/executions/<campaign>.jsonl.gz``, replayable to the bit), and how each one's last fresh
+    (``results/executions/<campaign>.jsonl.gz``, replayable to the bit but for float32 rounding), and how each one's last fresh
     retraining agreed with the runs it replaced (``<campaign>.agreement.json``, kept by
     ``python -m wmrl.reproduce``); "" when no campaign carries a record. ``brief``: the README's two sentences."""
     folder = Path(results) / "executions"
@@ -182,15 +182,17 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
         changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
         fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
         if not others:
-            return (f"**Reproducibility.** Every campaign but notebook 07's replays bit for bit from its execution "
-                    f"record{fresh} ([FINDINGS.md](FINDINGS.md)).")
-        return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} bit "
-                f"for bit from {'their' if many else 'its'} execution record{fresh}; others predate it "
-                "([FINDINGS.md](FINDINGS.md)).")
+            return (f"**Reproducibility.** Every campaign but notebook 07's replays from its execution record, every "
+                    f"score, verdict and figure to the bit{fresh} ([FINDINGS.md](FINDINGS.md)).")
+        return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} "
+                f"from {'their' if many else 'its'} execution record, every score, verdict and figure to the "
+                f"bit{fresh}; others predate it ([FINDINGS.md](FINDINGS.md)).")
     whose = "campaigns'" if many else "campaign's"
     said = [(f"**Reproducibility.** The {_listed(recorded)} {whose} runs carry their execution record "
              "(`results/executions/`): `python -m wmrl.reproduce --campaign C --replay-executions` retrains them "
-             "from it bit for bit, executing nothing.")]
+             "from it, executing nothing. Every score, verdict, table and figure comes back bit for bit; the policy's "
+             "float32 training diagnostics (loss, KL, entropy) come back to rounding on a CPU other than the one "
+             "that trained them.")]
     for campaign in recorded:
         path = folder / f"{campaign}.agreement.json"
         if not path.is_file():
