@@ -76,7 +76,7 @@ from wmrl.campaigns import CAMPAIGNS, campaign_of, quick_seed, selection
 from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
-from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
+from wmrl.provenance import REPO, atomic_path, cpu_model, provenance, write_json_atomic
 from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
 __all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
@@ -598,6 +598,9 @@ def main(argv=None) -> int:
               f"otherwise), {len(found['differ'])} different, {len(found['missing'])} not in it")
         for rel in found["differ"]:
             print(f"  differs: {rel}")
+        if any(rel.startswith("vla/") for rel in found["differ"]):
+            print(f"  the VLA runs (notebook 06) replay to the bit only on a CPU that computes as the one that "
+                  f"trained them; this one is {cpu_model()} (docs/reproducibility.md)")
         if found["differ"] or not found["same"]:
             page.status, page.detail = "failed", f"{len(found['differ'])} files differ"
         runs.append(page)
