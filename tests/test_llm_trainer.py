@@ -299,10 +299,14 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
     random model's own text is not code, and may hold the template's special tokens): every other context
     gets a grammar-rendered solution of its task, the rest a script that fails at run time. So turns run in
     the real sandbox, the world model scores scripts, Online Debiasing gets pairs that differ, and TRL
-    updates on them. A run costs about a minute on 2 cores; the same run on SmolLM2 is in `make test-llm`."""
+    updates on them. The run is recorded, then replayed from its record without executing anything: every file
+    comes back. A run costs about a minute on 2 cores; the same run on SmolLM2 is in `make test-llm`."""
+    from wmrl import record
     from wmrl.agent.grammar import baseline_choices
     from wmrl.agent.llm.solution import reply_for, script_target
     from wmrl.experiments.run import run_arm
+    from wmrl.reproduce import compare_outputs
+    from wmrl.sandbox.runner import Sandbox
     from wmrl.trainer.llm import train as llm_train
 
     tasks = list(pool.train) + list(pool.heldout)
@@ -321,10 +325,14 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
             return sampled, logprobs
 
     monkeypatch.setattr(llm_train, "TransformersGenerator", EveryOtherReplyASolution)
-    out = tmp_path / "wmrl"
-    summary = run_arm("wmrl", "llm-smoke", 0, out, agent="llm", memo_path=tmp_path / "memo.sqlite", progress=False,
-                      # a turn of real code is up to ~550 tokens: a budget under it is refused by the rollout
-                      overrides={"agent.model": str(tiny_model), "llm.max_new_tokens": 1024})
+    record_file = tmp_path / "executions" / "llm.jsonl.gz"
+    record_file.parent.mkdir()
+    monkeypatch.setenv(record.ENV, f"record:{record_file}")  # what the run measures is recorded
+    out = tmp_path / "a" / "train" / "llm-smoke" / "wmrl" / "seed0"
+    kw = {"agent": "llm", "progress": False,
+          # a turn of real code is up to ~550 tokens: a budget under it is refused by the rollout
+          "overrides": {"agent.model": str(tiny_model), "llm.max_new_tokens": 1024}}
+    summary = run_arm("wmrl", "llm-smoke", 0, out, memo_path=tmp_path / "memo.sqlite", **kw)
     steps = _check_llm_run_folder("wmrl", out, summary)
     assert scripted["n"] > 0
     pairs = pd.read_parquet(out / "pairs.parquet")
@@ -332,6 +340,17 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
     assert (pd.read_parquet(out / "eval.parquet").ok_rate > 0).any()
     assert summary["world_model"]["predictions"] > summary["world_model"]["gated"]  # the model was asked
     assert steps.wm_requests.sum() > 0
+
+    # replayed from its record: nothing executes, no clock is read, and every file comes back
+    record.export(record_file)
+    monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
+    monkeypatch.setenv(record.ENV, f"replay:{record_file.parent}")
+    again = tmp_path / "b" / "train" / "llm-smoke" / "wmrl" / "seed0"
+    run_arm("wmrl", "llm-smoke", 0, again, memo_path=tmp_path / "other-memo.sqlite", **kw)
+    found = compare_outputs(out, again)
+    assert not found["differ"] and not found["missing"], found
+    assert {"summary.json", "steps.parquet", "eval.parquet", "ledger.parquet", "pairs.parquet"} <= set(
+        found["same"] + found["rounding"])
 
 
 @pytest.mark.slow
@@ -484,7 +503,7 @@ def test_llm_paper_rollout_and_reward_path_run_on_cpu_with_a_stub_generator(pool
         def predict_many(self, items):
             return [aggregate([{"check": "quality", "verdict": "pass", "quality_bucket": "high"}]) for _ in items]
 
-    from wmrl.sandbox import Sandbox
+    from wmrl.sandbox.runner import Sandbox
 
     log = RunLog()
     step = WMRLStep("wmrl", cfg.method, cfg.train.groups_per_step, cfg.train.group_size, seed=0)

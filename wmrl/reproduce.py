@@ -50,7 +50,8 @@ diagnostics, which depend on the CPU); it exits non-zero if any differs. A campa
 preset prints its agreement with the last commit's (:func:`agreement`): runs within 1 point of
 held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records;
 it keeps it beside its record (``<campaign>.agreement.json``), where FINDINGS.md and the README's results
-block read it. The LLM notebook is neither recorded nor replayed: its trainer's timings are not read through the record's clock.
+block read it. The LLM notebook is neither recorded nor replayed: an LLM run records and replays like a
+grammar run, but the campaign's warm start is built outside its runs, and a rebuilt one is not bit-identical.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
 FIGURES = REPO / "figures"
 # Notebooks a replay of the execution record does not cover (the module's docstring says why).
-NOT_REPLAYABLE = {7: "the LLM trainer's timings are not read through the record's clock"}
+NOT_REPLAYABLE = {7: "its warm start is built outside the runs' records, and a rebuilt one is not bit-identical"}
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
@@ -253,12 +254,13 @@ def compare_outputs(recorded: Path, replayed: Path, skip: set[str] = frozenset()
     JSON files are compared without their provenance (its commit, date and machine differ by design; its
     config and seed are kept), parquet frames exactly but for the policy's float32 training diagnostics
     (:data:`~wmrl.runs.FLOAT32_DIAGNOSTICS`: a frame equal but for their rounding is ``rounding``), anything
-    else byte for byte; the record itself, checkpoints, memo files and ``skip`` (paths relative to
-    ``replayed``: files copied in, not written by the replay) are skipped."""
+    else byte for byte; the record itself, checkpoints (an LLM run's ``trl/`` folder too), memo files and
+    ``skip`` (paths relative to ``replayed``: files copied in, not written by the replay) are skipped."""
     out = {"same": [], "rounding": [], "differ": [], "missing": []}
     for path in sorted(p for p in replayed.rglob("*") if p.is_file()):
         rel = path.relative_to(replayed)
-        if rel.parts[0] == "executions" or path.suffix in (".pt", ".sqlite", ".ipynb") or str(rel) in skip:
+        if (rel.parts[0] == "executions" or "trl" in rel.parts[:-1] or path.suffix in (".pt", ".sqlite", ".ipynb")
+                or str(rel) in skip):
             continue
         other = recorded / rel
         out["missing" if not other.exists() else _same(other, path)].append(str(rel))

@@ -174,7 +174,7 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     if not recorded:
         return ""
     many = len(recorded) > 1
-    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]  # llm: its trainer is never recorded
+    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]  # llm: its campaign is never recorded (its warm start)
     if brief:
         kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
         within = _listed([f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -44,6 +43,7 @@ import numpy as np
 import torch
 from transformers import TrainerCallback
 
+from wmrl import record as clock
 from wmrl.ledger import ComputeLedger
 from wmrl.provenance import atomic_path
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout, sampling_logprobs
@@ -127,7 +127,7 @@ class WMRLRollout:
         self.trajectories: list = []
 
     def __call__(self, prompts: list, trainer) -> dict:
-        t0 = time.perf_counter()
+        t0 = clock.wall()
         n, acc = trainer.num_generations, trainer.accelerator
         offset = acc.process_index * len(prompts)
         routing = self.step.route()  # once per generation batch, identically on every process
@@ -146,7 +146,7 @@ class WMRLRollout:
         self.routing, self.trajectories = routing, rows
         stats = [row_stats(r) for r in rows]
         self.log.pending = step_stats(stats)  # this process's rows; the reward hook replaces it with every row's
-        self.log.rollout_s += time.perf_counter() - t0
+        self.log.rollout_s += clock.wall() - t0
         return {
             "prompt_ids": [r.prompt_ids for r in rows],
             "completion_ids": [r.completion_ids for r in rows],
@@ -201,7 +201,7 @@ class WMRLReward:
                  **kwargs) -> list[float | None]:
         from accelerate.utils import gather_object
 
-        t0 = time.perf_counter()
+        t0 = clock.wall()
         trainer = self.trainer_ref()
         n = trainer.num_generations
         local_stats = wmrl_stats if wmrl_stats is not None else [None] * len(wmrl_row)
@@ -227,7 +227,7 @@ class WMRLReward:
                                 wm_reward=float(np.mean(wm)) if wm else math.nan)
         local = {row: i for i, row in enumerate(r[0] for r in rows)}
         flat = scaled.ravel()
-        self.log.rollout_s += time.perf_counter() - t0
+        self.log.rollout_s += clock.wall() - t0
         return [None if np.isnan(flat[local[r]]) else float(flat[local[r]]) for r in wmrl_row]
 
 
@@ -242,11 +242,11 @@ class WMRLCallback(TrainerCallback):
         self._t0 = 0.0
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self._t0 = time.perf_counter()
+        self._t0 = clock.wall()
         self.log.rollout_s = 0.0
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
-        wall = time.perf_counter() - self._t0
+        wall = clock.wall() - self._t0
         # the optimiser's share: forward/backward of the policy and the reference model, the optimiser step
         self.log.ledger.charge("update", max(0.0, wall - self.log.rollout_s))
         self.log.ledger.end_step()
@@ -258,10 +258,10 @@ class WMRLCallback(TrainerCallback):
         self.log.pending = {}
         self.log.wall_s += wall
         if state.global_step % self.eval_every == 0 and state.global_step < self.total_steps:
-            t0 = time.perf_counter()
+            t0 = clock.wall()
             self.log.evals += self.evaluate(model, state.global_step)
             self.log.eval_ledger.end_step()
-            self.log.wall_s += time.perf_counter() - t0
+            self.log.wall_s += clock.wall() - t0
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         """TRL's own metrics of the step (loss, KL, entropy, ...) join the step's row."""
@@ -272,12 +272,19 @@ class WMRLCallback(TrainerCallback):
         self.log.steps[-1].update({new: float(logs[old]) for old, new in keep.items() if old in logs})
 
     def on_save(self, args, state, control, **kwargs):
+        from accelerate import PartialState
+        from accelerate.utils import gather_object
+
         folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
         log = self.log.merged_state()  # every process, before the main one alone writes
+        # each process's place in its execution record (None without one), where a resumed run goes on from
+        positions = [clock.position()]
+        if PartialState().num_processes > 1:
+            positions = gather_object(positions)
         if os.path.isdir(folder) and state.is_world_process_zero:
             with atomic_path(os.path.join(folder, STATE_FILE)) as tmp:  # a kill mid-write leaves no half file
                 torch.save({"step": self.step.state_dict(), "log": log, "config": self.config,
-                            "torch_threads": torch.get_num_threads()}, tmp)
+                            "torch_threads": torch.get_num_threads(), "positions": positions}, tmp)
 
 
 def summed_stats(stats: dict) -> dict:

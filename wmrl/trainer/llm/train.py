@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 import warnings
 import weakref
 from datetime import timedelta
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wmrl import record as clock
 from wmrl.agent.llm.model import llm_device
 from wmrl.config import ConfigError, RunConfig
 from wmrl.ledger import ComputeLedger
@@ -278,39 +278,45 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     out.mkdir(parents=True, exist_ok=True)
     resume, saved = _resume_point(out, cfg)
     init, sft_info = initial_model(cfg, pool, progress, build=procs.num_processes == 1)
-    sandbox = make_sandbox(cfg.sandbox)
-    db = make_memo(cfg, pool, out, memo_path)
-    log = RunLog(memo=db)
-    eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
-    extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
-    if not cfg.arm_spec.train:
-        model, tokenizer = load_causal_lm(init, cfg.llm.device)
-        t0 = time.perf_counter()
-        log.evals = evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, 0)
-        log.eval_ledger.end_step()
-        log.wall_s += time.perf_counter() - t0  # a run's wall time counts its evaluations, as a grammar run's does
-        return _write(out, cfg, preset, log, None, db, extra)
-    wm = None
-    if cfg.arm_spec.world_model:
-        wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init),
-                              memo=make_oracle_memo(cfg, pool), workers=cfg.sandbox.workers)
-    scorer = Scorer(sandbox, wm, log.ledger, db, cfg.sandbox.workers)
-    step = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
-                    std_normalize=t.std_normalize)
-    n_groups = step.anchors.n_anchors(t.groups_per_step) if cfg.arm_spec.anchors_only else t.groups_per_step
-    trainer = build_trainer(cfg, out, init, train_tasks, eval_tasks, step, n_groups, scorer, eval_scorer, log, wm,
-                            timeout_s=timeout_s)
-    if saved is not None:
-        step.load_state_dict(saved["step"])
-        log.load_state_dict(saved["log"], main=procs.is_main_process)
-        _warn_if_other_threads(saved.get("torch_threads"))
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    if not any(r["step"] == t.steps for r in log.evals):
-        t0 = time.perf_counter()
-        log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
-        log.eval_ledger.end_step()
-        log.wall_s += time.perf_counter() - t0
-    return _write(out, cfg, preset, log, step, db, extra)
+    # under an execution record (wmrl.record) the run is its own context, named after its folder (one per
+    # process when there are several); a resumed run goes on from the positions its checkpoint saved
+    name = "run:" + "/".join(out.parts[-4:]) + (f"#{procs.process_index}" if procs.num_processes > 1 else "")
+    positions = (saved or {}).get("positions") or []
+    at = positions[procs.process_index] if len(positions) == procs.num_processes else None
+    with clock.context(name, at):
+        sandbox = make_sandbox(cfg.sandbox)
+        db = make_memo(cfg, pool, out, memo_path)
+        log = RunLog(memo=db)
+        eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
+        extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
+        if not cfg.arm_spec.train:
+            model, tokenizer = load_causal_lm(init, cfg.llm.device)
+            t0 = clock.wall()
+            log.evals = evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, 0)
+            log.eval_ledger.end_step()
+            log.wall_s += clock.wall() - t0  # a run's wall time counts its evaluations, as a grammar run's does
+            return _write(out, cfg, preset, log, None, db, extra)
+        wm = None
+        if cfg.arm_spec.world_model:
+            wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init),
+                                  memo=make_oracle_memo(cfg, pool), workers=cfg.sandbox.workers)
+        scorer = Scorer(sandbox, wm, log.ledger, db, cfg.sandbox.workers)
+        step = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
+                        std_normalize=t.std_normalize)
+        n_groups = step.anchors.n_anchors(t.groups_per_step) if cfg.arm_spec.anchors_only else t.groups_per_step
+        trainer = build_trainer(cfg, out, init, train_tasks, eval_tasks, step, n_groups, scorer, eval_scorer, log, wm,
+                                timeout_s=timeout_s)
+        if saved is not None:
+            step.load_state_dict(saved["step"])
+            log.load_state_dict(saved["log"], main=procs.is_main_process)
+            _warn_if_other_threads(saved.get("torch_threads"))
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        if not any(r["step"] == t.steps for r in log.evals):
+            t0 = clock.wall()
+            log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
+            log.eval_ledger.end_step()
+            log.wall_s += clock.wall() - t0
+        return _write(out, cfg, preset, log, step, db, extra)
 
 
 def _warn_if_other_threads(saved: int | None) -> None:
