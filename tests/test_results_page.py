@@ -226,7 +226,8 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     assert "The paper and beyond campaigns' committed runs predate" in text
     brief = results_page.reproducibility(tmp_path, brief=True)
     assert brief == ("**Reproducibility.** The dial and primary campaigns replay from their execution record, every "
-                     "score, verdict and figure to the bit; retrained fresh, 4 of 30 runs came within 1 point, and 1 of 9 verdicts changed; others "
+                     "score, verdict and figure to the bit; retrained fresh, 4 of 30 runs came within 1 point, and "
+                     "1 of 9 verdicts changed; others "
                      "predate it ([FINDINGS.md](FINDINGS.md)).")
     (folder / "primary.agreement.json").write_text(json.dumps(
         {"runs": 48, "within_1pt": 10, "median_abs_delta": 2.0, "verdicts": 5, "verdicts_changed": [],
@@ -242,7 +243,8 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
         "recorded ([docs/reproducibility.md](docs/reproducibility.md)).")
     assert results_page.reproducibility(tmp_path, brief=True) == (
         "**Reproducibility.** Every campaign but notebook 07's replays from its execution record, every score, "
-        "verdict and figure to the bit (notebook 06's on the CPU that trained it); retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
+        "verdict and figure to the bit (notebook 06's on the CPU that trained it); retrained fresh, 4 of 30 (dial) "
+        "and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
         "verdicts changed ([FINDINGS.md](FINDINGS.md)).")
     for campaign in ("paper", "beyond"):
         (folder / f"{campaign}.jsonl.gz").unlink()

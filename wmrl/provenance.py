@@ -20,7 +20,8 @@ from pathlib import Path
 
 from wmrl.record import ENV as EXECUTIONS_ENV
 
-__all__ = ["REPO", "atomic_path", "cpu_model", "executions", "find_repo", "processes", "provenance", "write_json_atomic"]
+__all__ = ["REPO", "atomic_path", "cpu_model", "executions", "find_repo", "processes", "provenance",
+           "write_json_atomic"]
 
 
 def find_repo() -> Path:

@@ -166,15 +166,16 @@ def _listed(names: list[str]) -> str:
 
 def reproducibility(results: str | Path, brief: bool = False) -> str:
     """One paragraph on how far the committed runs reproduce: which campaigns carry their execution record
-    (``results/executions/<campaign>.jsonl.gz``, replayable to the bit but for float32 rounding), and how each one's last fresh
-    retraining agreed with the runs it replaced (``<campaign>.agreement.json``, kept by
+    (``results/executions/<campaign>.jsonl.gz``, replayable to the bit but for float32 rounding), and how
+    each one's last fresh retraining agreed with the runs it replaced (``<campaign>.agreement.json``, kept by
     ``python -m wmrl.reproduce``); "" when no campaign carries a record. ``brief``: the README's two sentences."""
     folder = Path(results) / "executions"
     recorded = sorted(p.name.removesuffix(".jsonl.gz") for p in folder.glob("*.jsonl.gz"))
     if not recorded:
         return ""
     many = len(recorded) > 1
-    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]  # llm: its campaign is never recorded (its warm start)
+    # llm: its campaign is never recorded (its warm start is built outside the runs' records)
+    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]
     if brief:
         kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
         within = _listed([f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")

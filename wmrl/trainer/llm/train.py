@@ -295,7 +295,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
             log.evals = evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, 0)
             log.eval_ledger.end_step()
             log.wall_s += clock.wall() - t0  # a run's wall time counts its evaluations, as a grammar run's does
-            return _write(out, cfg, preset, log, None, db, extra)
+            return _write(out, cfg, preset, log, None, extra)
         wm = None
         if cfg.arm_spec.world_model:
             wm = make_world_model(cfg.world_model, sandbox, cfg.seed, agent_model=str(init),
@@ -316,7 +316,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
             log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
             log.eval_ledger.end_step()
             log.wall_s += clock.wall() - t0
-        return _write(out, cfg, preset, log, step, db, extra)
+        return _write(out, cfg, preset, log, step, extra)
 
 
 def _warn_if_other_threads(saved: int | None) -> None:
@@ -371,22 +371,17 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     return trainer
 
 
-def _write(out, cfg, preset, log: RunLog, step, db, extra) -> dict:
-    """Write the run folder once (the main process), every process's bills summed; every process gets the summary.
+def _write(out, cfg, preset, log: RunLog, step, extra) -> dict:
+    """Write the run folder once (the main process), every process's bills and memo counters summed
+    (:meth:`RunLog.merged_state`); every process gets the summary.
 
     A collective under several processes: each calls it at the end of the run."""
     from accelerate import PartialState
-    from accelerate.utils import gather_object
 
     state = PartialState()
-    memo = {"enabled": db is not None, "hits": db.hits if db else 0, "misses": db.misses if db else 0}
-    ledger, eval_ledger = log.ledger, log.eval_ledger
-    if state.num_processes > 1:
-        parts = gather_object([{"ledger": log.ledger.state_dict(), "eval_ledger": log.eval_ledger.state_dict(),
-                                "hits": memo["hits"], "misses": memo["misses"]}])
-        ledger = ComputeLedger.summed([ComputeLedger.from_state_dict(p["ledger"]) for p in parts])
-        eval_ledger = ComputeLedger.summed([ComputeLedger.from_state_dict(p["eval_ledger"]) for p in parts])
-        memo.update(hits=sum(p["hits"] for p in parts), misses=sum(p["misses"] for p in parts))
+    merged = log.merged_state()
+    ledger, eval_ledger = (ComputeLedger.from_state_dict(merged[k]) for k in ("ledger", "eval_ledger"))
+    memo = {"enabled": log.memo is not None, **(merged["memo"] or {"hits": 0, "misses": 0})}
     totals = log.world_model_totals()
     if totals is not None:
         extra["world_model"] = totals
