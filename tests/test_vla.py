@@ -464,6 +464,23 @@ def test_a_recorded_run_replays_to_the_bit_timings_included(tmp_path, monkeypatc
                 progress_bar=False)
 
 
+def test_a_run_computes_the_same_bits_under_other_cpu_kernels(smoke_runs, tmp_path):
+    """What lets a VLA run replay on another CPU (wmrl.vla.exact): trained from nothing in a process
+    that uses torch's unvectorised kernels (``ATEN_CPU_CAPABILITY=default``) and MKL's compatible code
+    path, a run's SFT stage, policy, episodes and every logged number are the same bits as this
+    process's. With torch's own arithmetic the policy's last bits, and then its episodes, differ."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+    subprocess.run([sys.executable, "-W", "ignore", "-m", "wmrl.vla", "run", "--arm", "wmrl", "--preset", "smoke",
+                    "--results", str(tmp_path)], cwd=REPO, env=env, check=True, capture_output=True, timeout=600)
+    other = json.loads(result_path(tmp_path, "smoke", "wmrl", 0).read_text())
+    here = smoke_runs[1]["wmrl"]
+    assert _untimed(other) == _untimed(here)
+    assert other["sft"]["bc_losses"] == here["sft"]["bc_losses"]
+    a, b = (torch.load(vla_run_dir(d, "smoke", "wmrl", 0) / "checkpoint.pt", weights_only=False)["policy"]
+            for d in (tmp_path, smoke_runs[0]))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_overall_weights_in_domain_and_ood_like_the_paper_and_best_all_bracket_the_rate():
     rng = np.random.default_rng(0)
     success = (rng.random((len(TASKS), 50, 8)) < rng.random((len(TASKS), 50, 1))).astype(float)

@@ -6,8 +6,8 @@ Gaussian policy cloned from scripted demos (the MiniVLA analog) is post-trained 
 :class:`wmrl.step.WMRLStep`, with any arm of :mod:`wmrl.arms` but ``untrained``.
 Modules: :mod:`.config` (the typed :class:`VLAConfig`), :mod:`.envs` (tasks, fixed initial
 states, batched rollouts), :mod:`.crn` (common random numbers: each rollout's own noise
-stream), :mod:`.policy` (policy, demos, behaviour cloning), :mod:`.progress`
-(the world model), :mod:`.train` (the GRPO driver), :mod:`.evaluate` (metrics), :mod:`.runner`
+stream), :mod:`.policy` (policy, demos, behaviour cloning), :mod:`.exact` (the networks'
+CPU-independent float64 arithmetic), :mod:`.progress` (the world model), :mod:`.train` (the GRPO driver), :mod:`.evaluate` (metrics), :mod:`.runner`
 (runs to run folders), :mod:`.results` (their layout, reading them back), :mod:`.bench` (throughput).
 """
 

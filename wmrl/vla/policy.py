@@ -12,6 +12,9 @@ action is executed with Gaussian noise, the clean expert action is the label, so
 policy sees some recovery states. A rollout's log-probability is the sum over its steps,
 :math:`\log \pi(\tau) = \sum_t \log \pi(a_t \mid s_t, z)` (the sequence log-prob of the paper's
 GRPO, with actions in place of tokens).
+
+The policy computes in float64 with :mod:`wmrl.vla.exact`'s operations, so a run gives the same
+bits, and the same episodes, on every CPU (why that takes more than float64: that module).
 """
 
 from __future__ import annotations
@@ -23,9 +26,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from wmrl.vla import exact
 from wmrl.vla.envs import ACT_DIM, OBS_DIM, TaskEnv, expert_policy
+from wmrl.vla.exact import DTYPE
 
-__all__ = ["Demos", "GaussianPolicy", "bc_train", "collect_demos"]
+__all__ = ["ARITHMETIC", "Demos", "GaussianPolicy", "bc_train", "collect_demos"]
+
+#: Stamped into every SFT cache key, checkpoint and result: one computed in another arithmetic is rebuilt.
+ARITHMETIC = "float64-exact"
+_LOG_SQRT_2PI = 0.9189385332046727  # log(2 pi) / 2
 
 
 @dataclass
@@ -63,9 +72,14 @@ def collect_demos(tasks, states, per_state: int, noise: float, horizon: int, see
 
 
 class GaussianPolicy(nn.Module):
-    """:math:`\\mu_\\theta(s, z)` by a tanh MLP on normalised states; a learned, floored log-std."""
+    """:math:`\\mu_\\theta(s, z)` by a tanh MLP on normalised states; a learned, floored log-std.
 
-    def __init__(self, n_tasks: int, hidden: int = 128, init_std: float = 0.3, min_std: float = 0.1):
+    Everything it computes, forward and backward, is float64 in :mod:`wmrl.vla.exact`'s arithmetic,
+    the same bits on every CPU; ``net`` holds the layers' parameters (and their names in a state dict).
+    """
+
+    def __init__(self, n_tasks: int, hidden: int = 128, init_std: float = 0.3, min_std: float = 0.1,
+                 seed: int = 0):
         super().__init__()
         self.n_tasks = n_tasks
         self.net = nn.Sequential(
@@ -76,66 +90,73 @@ class GaussianPolicy(nn.Module):
         self.min_log_std = math.log(min_std)
         self.register_buffer("obs_mean", torch.zeros(OBS_DIM))
         self.register_buffer("obs_std", torch.ones(OBS_DIM))
+        self.to(DTYPE)
+        rng = np.random.default_rng(seed)
+        for layer in self.net:
+            if isinstance(layer, nn.Linear):
+                exact.init_linear_(layer, rng)
 
     def set_normaliser(self, obs: np.ndarray) -> None:
-        self.obs_mean.copy_(torch.as_tensor(obs.mean(0), dtype=torch.float32))
-        self.obs_std.copy_(torch.as_tensor(obs.std(0) + 1e-3, dtype=torch.float32))
+        self.obs_mean.copy_(torch.as_tensor(obs.mean(0), dtype=DTYPE))
+        self.obs_std.copy_(torch.as_tensor(obs.std(0) + 1e-3, dtype=DTYPE))
 
-    def dist(self, obs, task, batch_invariant: bool = False) -> torch.distributions.Normal:
-        """:math:`\\pi(\\cdot \\mid s, z)`; ``batch_invariant``: each row's mean computed alone (see :meth:`sampler`)."""
-        x = (torch.as_tensor(obs, dtype=torch.float32) - self.obs_mean) / self.obs_std
-        z = nn.functional.one_hot(torch.as_tensor(task, dtype=torch.long), self.n_tasks).float()
+    def mean_log_std(self, obs, task) -> tuple[torch.Tensor, torch.Tensor]:
+        """:math:`\\mu_\\theta(s, z)` for every row (each row computed alone, so whatever the batch) and the
+        floored log-std."""
+        x = (torch.as_tensor(obs, dtype=DTYPE) - self.obs_mean) / self.obs_std
+        z = nn.functional.one_hot(torch.as_tensor(task, dtype=torch.long), self.n_tasks).to(DTYPE)
         x = torch.cat([x, z], dim=-1)
-        mean = self._rowwise(x) if batch_invariant else self.net(x)
-        std = self.log_std.clamp(min=self.min_log_std).exp()
-        return torch.distributions.Normal(mean, std.expand_as(mean))
+        for layer in self.net:
+            x = exact.linear(x, layer) if isinstance(layer, nn.Linear) else exact.tanh(x)
+        return x, self.log_std.clamp(min=self.min_log_std)
+
+    def std(self) -> float:
+        """The mean of the (unfloored) standard deviation over action dimensions, as logged."""
+        return float(exact.fsum(exact.exp(self.log_std.detach()), 0)) / ACT_DIM
 
     def log_prob(self, obs, task, actions) -> torch.Tensor:
         """Per-step :math:`\\log \\pi(a_t \\mid s_t, z)`, summed over action dimensions."""
-        return self.dist(obs, task).log_prob(torch.as_tensor(actions, dtype=torch.float32)).sum(-1)
-
-    def _rowwise(self, x: torch.Tensor) -> torch.Tensor:
-        """``self.net(x)`` with every linear layer as a per-row product and sum, bit-identical whatever the batch.
-
-        A float32 matrix product rounds differently for different batch sizes (with MKL, batches of
-        a few rows differ from larger ones in the last bit), and MuJoCo's contacts
-        amplify a last-bit difference in an action to 1e-3 in the state within 100 steps.
-        """
-        for layer in self.net:
-            x = (x.unsqueeze(-2) * layer.weight).sum(-1) + layer.bias if isinstance(layer, nn.Linear) else layer(x)
-        return x
+        mean, log_std = self.mean_log_std(obs, task)
+        return _gaussian_log_prob(torch.as_tensor(actions, dtype=DTYPE), mean, log_std)
 
     def sampler(self):
         """``act(obs, task, eps) -> (actions, logp)`` for :func:`wmrl.vla.envs.rollout_batch`:
         :math:`a = \\mu + \\sigma \\odot \\epsilon` with the rollout's own standard normal draws ``eps``.
 
-        The mean is batch-invariant (:meth:`_rowwise`), so with its own draws (:mod:`wmrl.vla.crn`) a
-        rollout is the same whichever rollouts share its batch and whenever they end.
+        Each row's mean is computed alone, so with its own draws (:mod:`wmrl.vla.crn`) a rollout is
+        the same whichever rollouts share its batch and whenever they end.
         """
 
         @torch.no_grad()
         def act(obs, task, eps):
-            d = self.dist(obs, task, batch_invariant=True)
-            a = d.mean + d.stddev * torch.as_tensor(eps, dtype=torch.float32)
-            return a.double().numpy(), d.log_prob(a).sum(-1).double().numpy()
+            mean, log_std = self.mean_log_std(obs, task)
+            a = mean + exact.exp(log_std) * torch.as_tensor(eps, dtype=DTYPE)
+            return a.numpy(), _gaussian_log_prob(a, mean, log_std).numpy()
 
         return act
+
+
+def _gaussian_log_prob(a: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_d -\tfrac12 ((a_d - \mu_d)/\sigma_d)^2 - \log \sigma_d - \tfrac12 \log 2\pi`."""
+    log_std = exact.broadcast(log_std, mean)
+    z = (a - mean) / exact.exp(log_std)
+    return exact.fsum(-0.5 * (z * z) - log_std - _LOG_SQRT_2PI, -1)
 
 
 def bc_train(policy: GaussianPolicy, demos: Demos, epochs: int, lr: float, batch: int, seed: int) -> list[float]:
     """Behaviour cloning by Gaussian NLL; returns the mean loss per epoch (it should fall)."""
     gen = torch.Generator().manual_seed(seed)
     policy.set_normaliser(demos.obs)
-    obs = torch.as_tensor(demos.obs, dtype=torch.float32)
+    obs = torch.as_tensor(demos.obs, dtype=DTYPE)
     task = torch.as_tensor(demos.task)
-    act = torch.as_tensor(demos.action, dtype=torch.float32)
-    opt = torch.optim.Adam(policy.parameters(), lr=lr)
+    act = torch.as_tensor(demos.action, dtype=DTYPE)
+    opt = exact.Adam(policy.parameters(), lr=lr)
     losses = []
     for _ in range(epochs):
         perm, total = torch.randperm(len(obs), generator=gen), 0.0
         for i in range(0, len(obs), batch):
             j = perm[i:i + batch]
-            loss = -policy.log_prob(obs[j], task[j], act[j]).mean()
+            loss = -exact.fsum(policy.log_prob(obs[j], task[j], act[j]), 0) / len(j)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -26,7 +26,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from wmrl.vla import exact
 from wmrl.vla.envs import Rollouts
+from wmrl.vla.exact import DTYPE
 
 __all__ = ["FRAME_DIM", "N_FRAMES", "ProgressEstimator", "frame_features", "frame_indices", "train_progress"]
 
@@ -47,7 +49,9 @@ def frame_features(states: np.ndarray, length: int) -> np.ndarray:
 
 
 class ProgressEstimator(nn.Module):
-    def __init__(self, n_tasks: int, hidden: int = 128):
+    """The MLP :math:`\\sigma(f_\\psi(\text{frames}, z))`, in :mod:`wmrl.vla.exact`'s float64 arithmetic (as the policy)."""
+
+    def __init__(self, n_tasks: int, hidden: int = 128, seed: int = 0):
         super().__init__()
         self.n_tasks = n_tasks
         d = N_FRAMES * FRAME_DIM
@@ -55,11 +59,19 @@ class ProgressEstimator(nn.Module):
                                  nn.Linear(hidden, 1))
         self.register_buffer("x_mean", torch.zeros(d))
         self.register_buffer("x_std", torch.ones(d))
+        self.to(DTYPE)
+        rng = np.random.default_rng(seed)
+        for layer in self.net:
+            if isinstance(layer, nn.Linear):
+                exact.init_linear_(layer, rng)
 
     def forward(self, x, task) -> torch.Tensor:
-        x = (torch.as_tensor(x, dtype=torch.float32) - self.x_mean) / self.x_std
-        z = nn.functional.one_hot(torch.as_tensor(task, dtype=torch.long), self.n_tasks).float()
-        return torch.sigmoid(self.net(torch.cat([x, z], -1))).squeeze(-1)
+        x = (torch.as_tensor(x, dtype=DTYPE) - self.x_mean) / self.x_std
+        z = nn.functional.one_hot(torch.as_tensor(task, dtype=torch.long), self.n_tasks).to(DTYPE)
+        x = torch.cat([x, z], -1)
+        for layer in self.net:
+            x = exact.linear(x, layer) if isinstance(layer, nn.Linear) else torch.relu(x)
+        return exact.sigmoid(x).squeeze(-1)
 
     def freeze(self) -> ProgressEstimator:
         self.eval()
@@ -71,7 +83,7 @@ class ProgressEstimator(nn.Module):
     def score(self, ro: Rollouts) -> np.ndarray:
         """Dense reward of each rollout: predicted progress reached at its last state."""
         x = np.stack([frame_features(ro.obs[i], int(ro.length[i])) for i in range(len(ro.length))])
-        return self(x, ro.task).double().numpy()
+        return self(x, ro.task).numpy()
 
 
 def _prefix_examples(episodes, per_episode: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -91,17 +103,18 @@ def train_progress(episodes, n_tasks: int, epochs: int, lr: float, per_episode: 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     x, t, y = _prefix_examples(episodes, per_episode, rng)
-    model = ProgressEstimator(n_tasks)
-    model.x_mean.copy_(torch.as_tensor(x.mean(0), dtype=torch.float32))
-    model.x_std.copy_(torch.as_tensor(x.std(0) + 1e-3, dtype=torch.float32))
-    xt, tt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(t), torch.as_tensor(y, dtype=torch.float32)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model = ProgressEstimator(n_tasks, seed=seed)
+    model.x_mean.copy_(torch.as_tensor(x.mean(0), dtype=DTYPE))
+    model.x_std.copy_(torch.as_tensor(x.std(0) + 1e-3, dtype=DTYPE))
+    xt, tt, yt = torch.as_tensor(x, dtype=DTYPE), torch.as_tensor(t), torch.as_tensor(y, dtype=DTYPE)
+    opt = exact.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
         perm = torch.randperm(len(xt), generator=gen)
         for i in range(0, len(xt), 256):
             j = perm[i:i + 256]
-            loss = ((model(xt[j], tt[j]) - yt[j]) ** 2).mean()
+            err = model(xt[j], tt[j]) - yt[j]
+            loss = exact.fsum(err * err, 0) / len(j)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -1,9 +1,9 @@
 """One run folder per (arm, seed): train, evaluate, stamp provenance, write atomically.
 
-A run's identity is its whole :class:`~wmrl.vla.config.VLAConfig` and the noise scheme
-(:data:`wmrl.vla.crn.SCHEME`): a finished run is reused only if its stored config and scheme equal
-the requested ones, a checkpoint is resumed only then, and the SFT
-stage is cached by its own section and the seed. A stored result of another config is retrained
+A run's identity is its whole :class:`~wmrl.vla.config.VLAConfig`, the noise scheme
+(:data:`wmrl.vla.crn.SCHEME`) and the arithmetic (:data:`wmrl.vla.policy.ARITHMETIC`): a finished
+run is reused only if all three equal the requested ones, a checkpoint is resumed only then, and
+the SFT stage is cached by its own section, the seed and the arithmetic. A stored result of another config is retrained
 (the fields that differ are printed), never silently reused. Variants of an arm (runs with
 overrides beyond the preset) live apart, under ``<arm>~<tag>/``. The layout of the files is in
 :mod:`wmrl.vla.results`.
@@ -26,6 +26,7 @@ from wmrl.vla import crn
 from wmrl.vla.config import TASKS, VLA_ARMS, VLAConfig, vla_config
 from wmrl.vla.envs import shared_pool
 from wmrl.vla.evaluate import evaluate, summarise
+from wmrl.vla.policy import ARITHMETIC
 from wmrl.vla.results import result_path, sft_cache_dir, vla_run_dir
 from wmrl.vla.train import build_sft, resumable, sft_path, train
 
@@ -52,6 +53,8 @@ def stored_result(cfg: VLAConfig, preset: str, results=None, tag: str | None = N
     changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
     if stored.get("noise") != crn.SCHEME:
         changed.append(f"noise ({stored.get('noise', 'one shared generator')} -> {crn.SCHEME})")
+    if stored.get("arithmetic", "float32") != ARITHMETIC:
+        changed.append(f"arithmetic ({stored.get('arithmetic', 'float32')} -> {ARITHMETIC})")
     return (None, changed) if changed else (stored, [])
 
 
@@ -99,7 +102,8 @@ def _run_one(cfg: VLAConfig, preset: str, results, tag: str | None, progress_bar
     sft = build_sft(cfg.sft, cfg.seed, sft_cache_dir(results))
     result = {
         "arm": cfg.arm, "preset": preset, "tag": tag, "seed": cfg.seed, "tasks": list(TASKS), "noise": crn.SCHEME,
-        "metrics": summarise(success), "success": success.tolist(), "history": run.history, "pairs": run.pairs,
+        "arithmetic": ARITHMETIC, "metrics": summarise(success), "success": success.tolist(),
+        "history": run.history, "pairs": run.pairs,
         "sft": {"bc_losses": sft["bc_losses"], "demo_success": sft["demo_success"], "build_s": sft["build_s"]},
         "timing": {"train_s": run.wall_s, "eval_s": eval_s},
         "provenance": provenance(cfg.to_dict(), cfg.seed),

@@ -56,18 +56,20 @@ from tqdm import tqdm  # text bars: no ipywidgets needed
 from wmrl import record as clock
 from wmrl.provenance import atomic_path
 from wmrl.step import WMRLStep
-from wmrl.vla import crn
+from wmrl.vla import crn, exact
 from wmrl.vla.config import SFTConfig, VLAConfig, VLATrainConfig
 from wmrl.vla.envs import ACT_DIM, N_TRAIN, TASKS, rollout_batch, shared_pool
-from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
+from wmrl.vla.exact import DTYPE
+from wmrl.vla.policy import ARITHMETIC, GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import ProgressEstimator, train_progress
 
 __all__ = ["build_sft", "fidelity", "resumable", "sft_path", "train"]
 
 
 def sft_path(sft: SFTConfig, seed: int, cache: Path) -> Path:
-    """The cache file of the SFT stage: keyed by the ``sft`` section, the seed and the tasks."""
-    key = json.dumps({"sft": dataclasses.asdict(sft), "seed": seed, "tasks": list(TASKS)}, sort_keys=True)
+    """The cache file of the SFT stage: keyed by the ``sft`` section, the seed, the tasks and the arithmetic."""
+    key = json.dumps({"sft": dataclasses.asdict(sft), "seed": seed, "tasks": list(TASKS), "arithmetic": ARITHMETIC},
+                     sort_keys=True)
     return Path(cache) / f"seed{seed}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
 
 
@@ -90,7 +92,7 @@ def _build_sft(sft: SFTConfig, seed: int, path: Path) -> dict:
     t0 = clock.wall()
     torch.manual_seed(seed)
     demos = collect_demos(TASKS, range(sft.demo_states), sft.demos_per_state, sft.demo_noise, sft.demo_horizon, seed)
-    policy = GaussianPolicy(len(TASKS))
+    policy = GaussianPolicy(len(TASKS), seed=seed)
     losses = bc_train(policy, demos, sft.bc_epochs, sft.bc_lr, sft.bc_batch, seed)
     wm = train_progress(demos.episodes, len(TASKS), sft.progress_epochs, sft.progress_lr, sft.progress_prefixes, seed)
     art = {"sft": dataclasses.asdict(sft), "seed": seed, "policy": policy.state_dict(), "progress": wm.state_dict(),
@@ -111,15 +113,16 @@ class _Run:
         self.wm = ProgressEstimator(len(TASKS))
         self.wm.load_state_dict(sft["progress"])
         self.wm.freeze()
-        self.opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.train.lr)
+        self.opt = exact.Adam(self.policy.parameters(), lr=cfg.train.lr)
         t = cfg.train
         self.wmrl = WMRLStep(cfg.arm, cfg.method, t.groups_per_step, t.group_size, seed=cfg.seed,
                              std_normalize=t.std_normalize)
         self.step, self.history, self.pairs, self.wall_s = 0, [], [], 0.0
 
     def state_dict(self) -> dict:
-        return {"config": self.cfg.to_dict(), "noise": crn.SCHEME, "policy": self.policy.state_dict(),
-                "opt": self.opt.state_dict(), "wmrl": self.wmrl.state_dict(), "step": self.step, "history": self.history, "pairs": self.pairs, "wall_s": self.wall_s,
+        return {"config": self.cfg.to_dict(), "noise": crn.SCHEME, "arithmetic": ARITHMETIC,
+                "policy": self.policy.state_dict(), "opt": self.opt.state_dict(), "wmrl": self.wmrl.state_dict(),
+                "step": self.step, "history": self.history, "pairs": self.pairs, "wall_s": self.wall_s,
                 "position": clock.position()}
 
     def load_state_dict(self, s: dict) -> None:
@@ -154,16 +157,16 @@ def fidelity(success: np.ndarray, progress: np.ndarray) -> dict:
 
 def _update(run: _Run, ro, adv: np.ndarray, weights: np.ndarray, t: VLATrainConfig) -> float:
     """GRPO clipped-surrogate epochs; ``adv`` and ``weights`` per rollout (flattened groups)."""
-    mask = torch.as_tensor(ro.mask, dtype=torch.float32)
-    obs = torch.as_tensor(ro.obs[:, :-1], dtype=torch.float32)
+    mask = torch.as_tensor(ro.mask, dtype=DTYPE)
+    obs = torch.as_tensor(ro.obs[:, :-1], dtype=DTYPE)
     task = torch.as_tensor(np.repeat(ro.task[:, None], t.horizon, 1))
-    old = torch.as_tensor(ro.logp, dtype=torch.float32)
-    a = torch.as_tensor(adv, dtype=torch.float32)[:, None]
-    w = torch.as_tensor(weights / t.group_size / t.horizon, dtype=torch.float32)[:, None]
+    old = torch.as_tensor(ro.logp, dtype=DTYPE)
+    a = torch.as_tensor(adv, dtype=DTYPE)[:, None]
+    w = torch.as_tensor(weights / t.group_size / t.horizon, dtype=DTYPE)[:, None]
     for _ in range(t.ppo_epochs):
-        ratio = torch.exp(run.policy.log_prob(obs, task, ro.actions) - old)
+        ratio = exact.exp(run.policy.log_prob(obs, task, ro.actions) - old)
         surr = torch.minimum(ratio * a, ratio.clamp(1 - t.clip, 1 + t.clip) * a)
-        loss = -(w * surr * mask).sum()
+        loss = -exact.fsum((w * surr * mask).reshape(-1), 0)
         run.opt.zero_grad()
         loss.backward()
         run.opt.step()
@@ -171,16 +174,16 @@ def _update(run: _Run, ro, adv: np.ndarray, weights: np.ndarray, t: VLATrainConf
 
 
 def resumable(cfg: VLAConfig, folder: Path) -> dict | None:
-    """The checkpoint in ``folder`` if the run of ``cfg`` resumes from it (same config and noise scheme), else
-    None; a checkpoint of another config or noise scheme is deleted, saying so. Its ``position`` is where the
+    """The checkpoint in ``folder`` if the run of ``cfg`` resumes from it (same config, noise scheme and
+    arithmetic), else None; any other checkpoint is deleted, saying so. Its ``position`` is where the
     run's execution record goes on from (:func:`wmrl.record.context`)."""
     ckpt = Path(folder) / "checkpoint.pt"
     if not ckpt.exists():
         return None
     saved = torch.load(ckpt, weights_only=False)
-    if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME:
+    if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME and saved.get("arithmetic") == ARITHMETIC:
         return saved
-    print(f"{ckpt} was written with another config or noise scheme; training {cfg.arm} seed {cfg.seed} "
+    print(f"{ckpt} was written with another config, noise scheme or arithmetic; training {cfg.arm} seed {cfg.seed} "
           "from its SFT start")
     ckpt.unlink()
     return None
@@ -229,7 +232,7 @@ def train(cfg: VLAConfig, folder: Path, cache: Path, progress_bar: bool = True, 
                             "progress": float(progress.mean()), "loss": loss, "env_steps": ro.env_steps,
                             **fidelity(success, progress),  # the world model on this step's rollouts
                             "t_rollout": t1 - t0, "t_wm": t2 - t1, "t_update": clock.wall() - t2,
-                            "std": float(run.policy.log_std.detach().exp().mean()), **out.log})
+                            "std": run.policy.std(), **out.log})
         run.wall_s += clock.wall() - t0
         with atomic_path(ckpt) as tmp:
             torch.save(run.state_dict(), tmp)
