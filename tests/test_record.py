@@ -246,6 +246,33 @@ def test_runs_recorded_by_parallel_processes_keep_their_own_sequences(tmp_path):
             assert len(rep._clock[f"run:{j}"]) == 200
 
 
+def _open_record(spec: str) -> int:
+    os.environ[record.ENV] = spec
+    rec = record.active()
+    return rec._db.execute("SELECT COUNT(*) FROM clock").fetchone()[0]
+
+
+def test_processes_opening_a_record_whose_working_copy_is_gone_import_it_once(tmp_path):
+    """A campaign resumed after its working copy (``.sqlite``) was lost: its parallel workers open the
+    committed record at once, and one of them imports it while the others wait, none failing on rows
+    another has imported."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    out = tmp_path / "x.jsonl.gz"
+    rec = record.Record("record", out)
+    with rec._db:
+        for j in range(40):
+            rec._db.executemany("INSERT INTO clock VALUES (?, ?, ?, NULL)",
+                                [(f"run:{j}", i, float(i)) for i in range(5000)])
+    record.export(out)
+    rec._db.close()
+    out.with_suffix("").with_suffix(".sqlite").unlink()
+    with ProcessPoolExecutor(3, mp_context=multiprocessing.get_context("spawn")) as pool:
+        counts = list(pool.map(_open_record, [f"record:{out}"] * 3))
+    assert counts == [40 * 5000] * 3
+
+
 # -- the committed records ---------------------------------------------------------------------------
 COMMITTED = REPO / "results"
 #: One run of each campaign whose execution record is committed, replayed in full by the test below: the

@@ -111,7 +111,7 @@ class Record:
                     "CREATE TABLE IF NOT EXISTS payloads (hash TEXT PRIMARY KEY, payload TEXT NOT NULL);"
                     "CREATE TABLE IF NOT EXISTS clock (context TEXT, seq INTEGER, value REAL, n INTEGER,"
                     " PRIMARY KEY (context, seq));")
-            if self.path.is_file() and not self._db.execute("SELECT 1 FROM seen LIMIT 1").fetchone():
+            if self.path.is_file():
                 self._import(self.path)  # resume a campaign whose working copy is gone
             self._counts: dict[tuple, int] = defaultdict(int)
             self._clock_n: dict[str, int] = {}
@@ -142,17 +142,26 @@ class Record:
                 queue[i] = None if h is None else payloads[h]
 
     def _import(self, path: Path) -> None:
-        rows = list(self._read(path))
-        with self._db:
-            for row in rows:
-                if "p" in row:
-                    self._db.execute("INSERT OR IGNORE INTO payloads VALUES (?, ?)", (row["h"], row["p"]))
-                elif "t" in row:
-                    self._db.executemany("INSERT INTO clock VALUES (?, ?, ?, NULL)",
-                                         [(row["c"], i, v) for i, v in enumerate(row["t"])])
-                else:
-                    self._db.executemany("INSERT INTO seen VALUES (?, ?, ?, ?, ?, NULL)",
-                                         [(row["c"], row["s"], row["k"], i, h) for i, h in enumerate(row["v"])])
+        """Fill an empty working copy from the committed file ``path``. The processes of a campaign open the
+        record at once: the first takes the database's write lock, finds it still empty and imports; the
+        others wait for the lock and then find it filled."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if not (self._db.execute("SELECT 1 FROM seen LIMIT 1").fetchone()
+                    or self._db.execute("SELECT 1 FROM clock LIMIT 1").fetchone()):
+                for row in self._read(path):
+                    if "p" in row:
+                        self._db.execute("INSERT OR IGNORE INTO payloads VALUES (?, ?)", (row["h"], row["p"]))
+                    elif "t" in row:
+                        self._db.executemany("INSERT INTO clock VALUES (?, ?, ?, NULL)",
+                                             [(row["c"], i, v) for i, v in enumerate(row["t"])])
+                    else:
+                        self._db.executemany("INSERT INTO seen VALUES (?, ?, ?, ?, ?, NULL)",
+                                             [(row["c"], row["s"], row["k"], i, h) for i, h in enumerate(row["v"])])
+            self._db.commit()
+        except BaseException:
+            self._db.rollback()
+            raise
 
     # -- recording -------------------------------------------------------------------------------
     def begin(self, name: str, resume_at: int | None = None, restart: bool = False) -> None:
