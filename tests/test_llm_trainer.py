@@ -290,6 +290,37 @@ def _check_llm_run_folder(arm: str, out: Path, summary: dict) -> pd.DataFrame | 
     return steps
 
 
+class _Killed(RuntimeError):
+    """A run stopped where a kill would have stopped it."""
+
+
+def _every_other_reply_a_solution(pool, scripted: dict, killed_once: Path | None = None):
+    """The real generator, its replies then replaced by real code: every other context gets a grammar-rendered
+    solution of its task, the rest a script that fails at run time (counted in ``scripted["n"]``). With
+    ``killed_once``, the first generation after that file exists raises :class:`_Killed`."""
+    from wmrl.agent.grammar import baseline_choices
+    from wmrl.agent.llm.solution import reply_for, script_target
+    from wmrl.trainer.llm import train as llm_train
+
+    tasks = list(pool.train) + list(pool.heldout)
+
+    class EveryOtherReplyASolution(llm_train.TransformersGenerator):
+        def generate(self, contexts, max_new_tokens, seed):
+            if killed_once is not None and killed_once.exists():
+                raise _Killed(f"stopped after {killed_once}")
+            sampled, logprobs = super().generate(contexts, min(max_new_tokens, 8), seed)  # replaced below
+            for i, context in enumerate(contexts):
+                text = self.tokenizer.decode(context)
+                task = next(t for t in tasks if t.description.strip().splitlines()[0] in text)
+                code = script_target(task, baseline_choices(task)) if i % 2 == 0 else "import no_such_module\n"
+                sampled[i] = self.tokenizer(reply_for(code), add_special_tokens=False)["input_ids"] + [
+                    self.tokenizer.eos_token_id]
+                scripted["n"] += 1
+            return sampled, logprobs
+
+    return EveryOtherReplyASolution
+
+
 @pytest.mark.slow
 def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_is_a_real_solution(
         pool, tmp_path, tiny_model, monkeypatch):
@@ -302,29 +333,13 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
     updates on them. The run is recorded, then replayed from its record without executing anything: every file
     comes back. A run costs about a minute on 2 cores; the same run on SmolLM2 is in `make test-llm`."""
     from wmrl import record
-    from wmrl.agent.grammar import baseline_choices
-    from wmrl.agent.llm.solution import reply_for, script_target
     from wmrl.experiments.run import run_arm
     from wmrl.reproduce import compare_outputs
     from wmrl.sandbox.runner import Sandbox
     from wmrl.trainer.llm import train as llm_train
 
-    tasks = list(pool.train) + list(pool.heldout)
     scripted = {"n": 0}
-
-    class EveryOtherReplyASolution(llm_train.TransformersGenerator):
-        def generate(self, contexts, max_new_tokens, seed):
-            sampled, logprobs = super().generate(contexts, min(max_new_tokens, 8), seed)  # replaced below
-            for i, context in enumerate(contexts):
-                text = self.tokenizer.decode(context)
-                task = next(t for t in tasks if t.description.strip().splitlines()[0] in text)
-                code = script_target(task, baseline_choices(task)) if i % 2 == 0 else "import no_such_module\n"
-                sampled[i] = self.tokenizer(reply_for(code), add_special_tokens=False)["input_ids"] + [
-                    self.tokenizer.eos_token_id]
-                scripted["n"] += 1
-            return sampled, logprobs
-
-    monkeypatch.setattr(llm_train, "TransformersGenerator", EveryOtherReplyASolution)
+    monkeypatch.setattr(llm_train, "TransformersGenerator", _every_other_reply_a_solution(pool, scripted))
     record_file = tmp_path / "executions" / "llm.jsonl.gz"
     record_file.parent.mkdir()
     monkeypatch.setenv(record.ENV, f"record:{record_file}")  # what the run measures is recorded
@@ -345,6 +360,52 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
     record.export(record_file)
     monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
     monkeypatch.setenv(record.ENV, f"replay:{record_file.parent}")
+    again = tmp_path / "b" / "train" / "llm-smoke" / "wmrl" / "seed0"
+    run_arm("wmrl", "llm-smoke", 0, again, memo_path=tmp_path / "other-memo.sqlite", **kw)
+    found = compare_outputs(out, again)
+    assert not found["differ"] and not found["missing"], found
+    assert {"summary.json", "steps.parquet", "eval.parquet", "ledger.parquet", "pairs.parquet"} <= set(
+        found["same"] + found["rounding"])
+
+
+@pytest.mark.slow
+@pytest.mark.llm_heavy
+def test_a_recorded_llm_run_stopped_after_a_checkpoint_and_resumed_replays_to_every_file(
+        pool, tmp_path, tiny_model, monkeypatch):
+    """The tiny-model wmrl run above, recorded, stopped at the first generation after its first checkpoint
+    (what step 2 had recorded is lost with it) and resumed from that checkpoint in a record opened afresh, as a
+    new process would: its record reads as an uninterrupted run's, so a replay of it, which executes nothing
+    and is not interrupted, comes back to every file, the memo's counters in the summary included."""
+    from wmrl import record
+    from wmrl.experiments.run import run_arm
+    from wmrl.reproduce import compare_outputs
+    from wmrl.sandbox.runner import Sandbox
+    from wmrl.trainer.llm import train as llm_train
+    from wmrl.trainer.llm.grpo import STATE_FILE
+
+    scripted = {"n": 0}
+    out = tmp_path / "a" / "train" / "llm-smoke" / "wmrl" / "seed0"
+    record_file = tmp_path / "executions" / "llm.jsonl.gz"
+    record_file.parent.mkdir()
+    monkeypatch.setenv(record.ENV, f"record:{record_file}")
+    kw = {"agent": "llm", "progress": False,
+          "overrides": {"agent.model": str(tiny_model), "llm.max_new_tokens": 1024, "train.checkpoint_every": 1}}
+    monkeypatch.setattr(llm_train, "TransformersGenerator", _every_other_reply_a_solution(
+        pool, scripted, killed_once=out / "trl" / "checkpoint-1" / STATE_FILE))
+    with pytest.raises(_Killed):
+        run_arm("wmrl", "llm-smoke", 0, out, memo_path=tmp_path / "memo.sqlite", **kw)
+    assert not (out / "summary.json").exists() and not (out / "trl" / "checkpoint-2").exists()
+
+    monkeypatch.setattr(record, "_ACTIVE", None)  # a new process opens the record again
+    monkeypatch.setattr(llm_train, "TransformersGenerator", _every_other_reply_a_solution(pool, scripted))
+    summary = run_arm("wmrl", "llm-smoke", 0, out, memo_path=tmp_path / "memo.sqlite", **kw)
+    assert list(pd.read_parquet(out / "steps.parquet").step) == [0, 1]
+    assert summary["memo"]["hits"] + summary["memo"]["misses"] > 0
+
+    record.export(record_file)
+    monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
+    monkeypatch.setenv(record.ENV, f"replay:{record_file.parent}")
+    monkeypatch.setattr(record, "_ACTIVE", None)
     again = tmp_path / "b" / "train" / "llm-smoke" / "wmrl" / "seed0"
     run_arm("wmrl", "llm-smoke", 0, again, memo_path=tmp_path / "other-memo.sqlite", **kw)
     found = compare_outputs(out, again)

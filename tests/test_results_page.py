@@ -237,13 +237,13 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     for campaign in ("paper", "beyond"):
         (folder / f"{campaign}.jsonl.gz").write_bytes(b"")
     text = results_page.reproducibility(tmp_path)  # every campaign the record covers carries one
-    assert "Notebook 06's VLA runs come back bit for bit only on a CPU that computes as the one" in text
+    assert "Notebook 06's VLA runs come back bit for bit too, on any CPU" in text
     assert "predate" not in text and text.endswith(
         "Every campaign but one carries its record: the language-model agent's runs (notebook 07) are never "
         "recorded ([docs/reproducibility.md](docs/reproducibility.md)).")
     assert results_page.reproducibility(tmp_path, brief=True) == (
         "**Reproducibility.** Every campaign but notebook 07's replays from its execution record, every score, "
-        "verdict and figure to the bit (notebook 06's on the CPU that trained it); retrained fresh, 4 of 30 (dial) "
+        "verdict and figure to the bit; retrained fresh, 4 of 30 (dial) "
         "and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
         "verdicts changed ([FINDINGS.md](FINDINGS.md)).")
     for campaign in ("paper", "beyond"):

@@ -600,11 +600,14 @@ def main(argv=None) -> int:
               f"otherwise), {len(found['differ'])} different, {len(found['missing'])} not in it")
         for rel in found["differ"]:
             print(f"  differs: {rel}")
+        for rel in found["missing"]:
+            print(f"  not in the recorded campaign: {rel}")
         if any(rel.startswith("vla/") for rel in found["differ"]):
-            print(f"  the VLA runs (notebook 06) replay to the bit only on a CPU that computes as the one that "
-                  f"trained them; this one is {cpu_model()} (docs/reproducibility.md)")
-        if found["differ"] or not found["same"]:
-            page.status, page.detail = "failed", f"{len(found['differ'])} files differ"
+            print(f"  the VLA runs (notebook 06) compute the same bits on every CPU (wmrl.vla.exact): a difference "
+                  f"here is a finding to report, with this CPU, {cpu_model()} (docs/reproducibility.md)")
+        if found["differ"] or found["missing"] or not found["same"]:
+            page.status, page.detail = "failed", (f"{len(found['differ'])} files differ, {len(found['missing'])} "
+                                                  "not in the recorded campaign")
         runs.append(page)
 
     print("\nnotebook                 status    train_s  replay_s  detail")

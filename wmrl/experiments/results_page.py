@@ -182,22 +182,22 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
                           for c, a in kept.items()])
         changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
         fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
-        vla = " (notebook 06's on the CPU that trained it)" if "paper" in recorded else ""
         if not others:
             return (f"**Reproducibility.** Every campaign but notebook 07's replays from its execution record, every "
-                    f"score, verdict and figure to the bit{vla}{fresh} ([FINDINGS.md](FINDINGS.md)).")
+                    f"score, verdict and figure to the bit{fresh} ([FINDINGS.md](FINDINGS.md)).")
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} "
                 f"from {'their' if many else 'its'} execution record, every score, verdict and figure to the "
-                f"bit{vla}{fresh}; others predate it ([FINDINGS.md](FINDINGS.md)).")
+                f"bit{fresh}; others predate it ([FINDINGS.md](FINDINGS.md)).")
     whose = "campaigns'" if many else "campaign's"
     said = [(f"**Reproducibility.** The {_listed(recorded)} {whose} runs carry their execution record "
              "(`results/executions/`): `python -m wmrl.reproduce --campaign C --replay-executions` retrains them "
              "from it, executing nothing. Every grammar-agent score, verdict, table and figure comes back bit for "
              "bit; the policy's float32 training diagnostics (loss, KL, entropy) come back to rounding on a CPU other "
              "than the one that trained them."
-             + (" Notebook 06's VLA runs come back bit for bit only on a CPU that computes as the one that trained "
-                "them: their record holds timings, not the simulator, and the simulator turns a last-bit difference "
-                "into other episodes." if "paper" in recorded else ""))]
+             + (" Notebook 06's VLA runs come back bit for bit too, on any CPU: their networks compute in float64 "
+                "with IEEE basic operations only (`wmrl.vla.exact`), so the contact simulator, which turns a "
+                "last-bit difference into another episode, sees the same actions wherever it runs (checked under "
+                "other torch kernels and MKL code paths on one CPU)." if "paper" in recorded else ""))]
     for campaign in recorded:
         path = folder / f"{campaign}.agreement.json"
         if not path.is_file():
