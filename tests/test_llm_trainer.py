@@ -300,11 +300,11 @@ def _every_other_reply_a_solution(pool, scripted: dict, killed_once: Path | None
     ``killed_once``, the first generation after that file exists raises :class:`_Killed`."""
     from wmrl.agent.grammar import baseline_choices
     from wmrl.agent.llm.solution import reply_for, script_target
-    from wmrl.trainer.llm import train as llm_train
+    from wmrl.trainer.llm.generate import TransformersGenerator
 
     tasks = list(pool.train) + list(pool.heldout)
 
-    class EveryOtherReplyASolution(llm_train.TransformersGenerator):
+    class EveryOtherReplyASolution(TransformersGenerator):  # the real one, whatever is patched in
         def generate(self, contexts, max_new_tokens, seed):
             if killed_once is not None and killed_once.exists():
                 raise _Killed(f"stopped after {killed_once}")
@@ -321,6 +321,26 @@ def _every_other_reply_a_solution(pool, scripted: dict, killed_once: Path | None
     return EveryOtherReplyASolution
 
 
+def _replays_to_every_file(out: Path, record_file: Path, tmp_path: Path, monkeypatch, kw: dict) -> None:
+    """Export the record a run at ``out`` was made under and replay the run from it into a fresh folder,
+    executing nothing: every file the run wrote comes back."""
+    from wmrl import record
+    from wmrl.experiments.run import run_arm
+    from wmrl.reproduce import compare_outputs
+    from wmrl.sandbox.runner import Sandbox
+
+    record.export(record_file)
+    monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
+    monkeypatch.setenv(record.ENV, f"replay:{record_file.parent}")
+    monkeypatch.setattr(record, "_ACTIVE", None)  # opened afresh, as a new process would
+    again = tmp_path / "b" / "train" / "llm-smoke" / "wmrl" / "seed0"
+    run_arm("wmrl", "llm-smoke", 0, again, memo_path=tmp_path / "other-memo.sqlite", **kw)
+    found = compare_outputs(out, again)
+    assert not found["differ"] and not found["missing"], found
+    assert {"summary.json", "steps.parquet", "eval.parquet", "ledger.parquet", "pairs.parquet"} <= set(
+        found["same"] + found["rounding"])
+
+
 @pytest.mark.slow
 def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_is_a_real_solution(
         pool, tmp_path, tiny_model, monkeypatch):
@@ -334,8 +354,6 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
     comes back. A run costs about a minute on 2 cores; the same run on SmolLM2 is in `make test-llm`."""
     from wmrl import record
     from wmrl.experiments.run import run_arm
-    from wmrl.reproduce import compare_outputs
-    from wmrl.sandbox.runner import Sandbox
     from wmrl.trainer.llm import train as llm_train
 
     scripted = {"n": 0}
@@ -357,15 +375,7 @@ def test_the_wmrl_path_runs_end_to_end_on_a_tiny_model_whose_every_other_reply_i
     assert steps.wm_requests.sum() > 0
 
     # replayed from its record: nothing executes, no clock is read, and every file comes back
-    record.export(record_file)
-    monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
-    monkeypatch.setenv(record.ENV, f"replay:{record_file.parent}")
-    again = tmp_path / "b" / "train" / "llm-smoke" / "wmrl" / "seed0"
-    run_arm("wmrl", "llm-smoke", 0, again, memo_path=tmp_path / "other-memo.sqlite", **kw)
-    found = compare_outputs(out, again)
-    assert not found["differ"] and not found["missing"], found
-    assert {"summary.json", "steps.parquet", "eval.parquet", "ledger.parquet", "pairs.parquet"} <= set(
-        found["same"] + found["rounding"])
+    _replays_to_every_file(out, record_file, tmp_path, monkeypatch, kw)
 
 
 @pytest.mark.slow
@@ -378,8 +388,6 @@ def test_a_recorded_llm_run_stopped_after_a_checkpoint_and_resumed_replays_to_ev
     and is not interrupted, comes back to every file, the memo's counters in the summary included."""
     from wmrl import record
     from wmrl.experiments.run import run_arm
-    from wmrl.reproduce import compare_outputs
-    from wmrl.sandbox.runner import Sandbox
     from wmrl.trainer.llm import train as llm_train
     from wmrl.trainer.llm.grpo import STATE_FILE
 
@@ -402,16 +410,7 @@ def test_a_recorded_llm_run_stopped_after_a_checkpoint_and_resumed_replays_to_ev
     assert list(pd.read_parquet(out / "steps.parquet").step) == [0, 1]
     assert summary["memo"]["hits"] + summary["memo"]["misses"] > 0
 
-    record.export(record_file)
-    monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
-    monkeypatch.setenv(record.ENV, f"replay:{record_file.parent}")
-    monkeypatch.setattr(record, "_ACTIVE", None)
-    again = tmp_path / "b" / "train" / "llm-smoke" / "wmrl" / "seed0"
-    run_arm("wmrl", "llm-smoke", 0, again, memo_path=tmp_path / "other-memo.sqlite", **kw)
-    found = compare_outputs(out, again)
-    assert not found["differ"] and not found["missing"], found
-    assert {"summary.json", "steps.parquet", "eval.parquet", "ledger.parquet", "pairs.parquet"} <= set(
-        found["same"] + found["rounding"])
+    _replays_to_every_file(out, record_file, tmp_path, monkeypatch, kw)
 
 
 @pytest.mark.slow
