@@ -464,6 +464,22 @@ def test_a_recorded_run_replays_to_the_bit_timings_included(tmp_path, monkeypatc
                 progress_bar=False)
 
 
+def test_a_committed_vla_run_replays_from_the_committed_record_to_the_bit_on_this_cpu(tmp_path, monkeypatch):
+    """The committed wmrl seed-0 run of notebook 06, retrained from the paper campaign's committed record on
+    whichever CPU runs the tests: its result comes back to the bit, every episode and timing included
+    (its networks' arithmetic does not depend on the CPU: wmrl.vla.exact)."""
+    from wmrl.reproduce import compare_outputs
+
+    committed = REPO / "results" / "vla" / "small" / "wmrl" / "seed0"
+    cfg = vla_config("wmrl", "small", 0)
+    assert json.loads((committed / "result.json").read_text())["provenance"]["config"] == cfg.to_dict()
+    monkeypatch.setenv(record.ENV, f"replay:{REPO / 'results' / 'executions' / 'paper.jsonl.gz'}")
+    monkeypatch.setattr(record, "_ACTIVE", None)
+    run_one(cfg, "small", tmp_path, progress_bar=False)
+    found = compare_outputs(committed, vla_run_dir(tmp_path, "small", "wmrl", 0))
+    assert found == {"same": ["result.json"], "rounding": [], "differ": [], "missing": []}, found
+
+
 def test_a_run_computes_the_same_bits_under_other_cpu_kernels(smoke_runs, tmp_path):
     """What lets a VLA run replay on another CPU (wmrl.vla.exact): trained from nothing in a process
     that uses torch's unvectorised kernels (``ATEN_CPU_CAPABILITY=default``) and MKL's compatible code
