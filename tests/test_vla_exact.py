@@ -55,7 +55,7 @@ def test_fsum_is_the_sum_and_follows_its_pairwise_order(n):
 
 def test_linear_is_the_layer_and_its_gradients_are_autograds():
     rng = np.random.default_rng(0)
-    layer = exact.init_linear_(nn.Linear(42, 16).to(D), rng)
+    layer = exact.init_(nn.Linear(42, 16), 0)
     x = torch.as_tensor(rng.standard_normal((5, 7, 42))).requires_grad_()
     ours, theirs = exact.linear(x, layer), layer(x)
     torch.testing.assert_close(ours, theirs, rtol=1e-13, atol=1e-13)
@@ -66,9 +66,20 @@ def test_linear_is_the_layer_and_its_gradients_are_autograds():
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
+def test_an_mlp_is_its_sequentials_forward_and_init_is_torchs_default_in_float64_by_seed():
+    def net():
+        return nn.Sequential(nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3))
+    a, b = exact.init_(net(), 5), exact.init_(net(), 5)
+    assert all(p.dtype == D and torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a[0].weight, exact.init_(net(), 6)[0].weight)
+    assert float(a[0].weight.abs().max()) <= 1 / math.sqrt(10) and float(a[2].bias.abs().max()) <= 1 / math.sqrt(32)
+    x = torch.as_tensor(np.random.default_rng(0).standard_normal((8, 10)))
+    torch.testing.assert_close(exact.mlp(a, x, exact.tanh), a(x), rtol=1e-13, atol=1e-13)
+
+
 def test_a_rows_output_is_the_same_bits_alone_or_in_any_batch():
     rng = np.random.default_rng(1)
-    layer = exact.init_linear_(nn.Linear(128, 128).to(D), rng)
+    layer = exact.init_(nn.Linear(128, 128), 1)
     x = torch.as_tensor(rng.standard_normal((300, 128)))
     batch = exact.linear(x, layer)
     for i in (0, 7, 299):
@@ -78,7 +89,7 @@ def test_a_rows_output_is_the_same_bits_alone_or_in_any_batch():
 
 def test_the_large_and_small_weight_gradient_paths_give_the_same_bits():
     rng = np.random.default_rng(2)
-    layer = exact.init_linear_(nn.Linear(128, 128).to(D), rng)
+    layer = exact.init_(nn.Linear(128, 128), 2)
     x = torch.as_tensor(rng.standard_normal((300, 128)))
     g = torch.as_tensor(rng.standard_normal((300, 128)))
     grads = []

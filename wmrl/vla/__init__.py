@@ -7,8 +7,8 @@ Gaussian policy cloned from scripted demos (the MiniVLA analog) is post-trained 
 Modules: :mod:`.config` (the typed :class:`VLAConfig`), :mod:`.envs` (tasks, fixed initial
 states, batched rollouts), :mod:`.crn` (common random numbers: each rollout's own noise
 stream), :mod:`.policy` (policy, demos, behaviour cloning), :mod:`.exact` (the networks'
-CPU-independent float64 arithmetic), :mod:`.progress` (the world model), :mod:`.train` (the GRPO driver), :mod:`.evaluate` (metrics), :mod:`.runner`
-(runs to run folders), :mod:`.results` (their layout, reading them back), :mod:`.bench` (throughput).
+CPU-independent float64 arithmetic), :mod:`.progress` (the world model), :mod:`.train` (the GRPO
+driver), :mod:`.evaluate` (metrics), :mod:`.runner` (runs to run folders), :mod:`.results` (their layout, reading them back), :mod:`.bench` (throughput).
 """
 
 __all__ = ["TASKS", "VLA_ARMS", "VLAConfig", "vla_config"]

@@ -20,7 +20,8 @@ depend on how it is vectorised. On top of them:
   from the exponent bits; :func:`tanh` and :func:`sigmoid` from it;
 - :func:`broadcast`: a parameter repeated over a batch, its gradient summed by :func:`fsum`;
 - :class:`Adam`: torch's default Adam step, written in basic operations;
-- :func:`init_linear_`: torch's default initialisation of a layer, drawn by NumPy.
+- :func:`mlp`: a stack of such layers and activations; :func:`init_`: a module in float64 with
+  torch's default initialisation of its layers, drawn by NumPy.
 
 ``tests/test_vla.py`` trains and evaluates a run under other torch kernels (``ATEN_CPU_CAPABILITY``)
 and another MKL code path (``MKL_CBWR``) and checks every bit of the result. What this cannot
@@ -36,9 +37,11 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["DTYPE", "Adam", "broadcast", "exp", "fsum", "init_linear_", "linear", "sigmoid", "tanh"]
+__all__ = ["ARITHMETIC", "DTYPE", "Adam", "broadcast", "exp", "fsum", "init_", "linear", "mlp", "sigmoid", "tanh"]
 
 DTYPE = torch.float64
+#: Stamped into every SFT cache key, checkpoint and result: one computed in another arithmetic is rebuilt.
+ARITHMETIC = "float64-exact"
 
 # fdlibm's split of log(2): k * LN2_HI is exact for |k| < 2**11.
 _LN2_HI, _LN2_LO, _INV_LN2 = 6.93147180369123816490e-01, 1.90821492927058770002e-10, 1.44269504088896338700e+00
@@ -123,18 +126,17 @@ class _Sigmoid(torch.autograd.Function):
 class _Linear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias):
-        xt = x.t().contiguous()
-        ctx.save_for_backward(x, xt, weight)
-        return _dot(xt, weight.t().contiguous()) + bias
+        ctx.save_for_backward(x, weight)
+        return _dot(x.t().contiguous(), weight.t().contiguous()) + bias
 
     @staticmethod
     def backward(ctx, g):
-        x, xt, weight = ctx.saved_tensors
+        x, weight = ctx.saved_tensors
         gx = _dot(g.t().contiguous(), weight) if ctx.needs_input_grad[0] else None
-        if g.numel() * len(xt) <= _SMALL:  # one pairwise sum over the rows; the same order as the loop below
+        if g.numel() * x.shape[1] <= _SMALL:  # one pairwise sum over the rows; the same order as the loop below
             gw = fsum(g.unsqueeze(-1) * x.unsqueeze(1), 0)
         else:
-            gw = torch.stack([fsum(g * xk.unsqueeze(1), 0) for xk in xt], 1)
+            gw = torch.stack([fsum(g * xk.unsqueeze(1), 0) for xk in x.t().contiguous()], 1)
         return gx, gw, fsum(g, 0)
 
 
@@ -174,13 +176,25 @@ def broadcast(p: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return _Broadcast.apply(p, math.prod(lead)).reshape(*lead, *p.shape)
 
 
+def mlp(net: nn.Sequential, x: torch.Tensor, activation) -> torch.Tensor:
+    """``net(x)``: its linear layers by :func:`linear`, every other layer replaced by ``activation``."""
+    for layer in net:
+        x = linear(x, layer) if isinstance(layer, nn.Linear) else activation(x)
+    return x
+
+
 @torch.no_grad()
-def init_linear_(layer: nn.Linear, rng: np.random.Generator) -> nn.Linear:
-    """Torch's default initialisation (weight and bias uniform in :math:`\\pm 1/\\sqrt{\\text{fan in}}`), drawn by NumPy."""
-    bound = 1.0 / math.sqrt(layer.in_features)
-    layer.weight.copy_(torch.as_tensor(rng.uniform(-bound, bound, tuple(layer.weight.shape)), dtype=DTYPE))
-    layer.bias.copy_(torch.as_tensor(rng.uniform(-bound, bound, tuple(layer.bias.shape)), dtype=DTYPE))
-    return layer
+def init_(module: nn.Module, seed: int) -> nn.Module:
+    """``module`` in float64, each linear layer initialised as torch does by default (weight and bias uniform
+    in :math:`\\pm 1/\\sqrt{\\text{fan in}}`), drawn in order by NumPy from ``seed``."""
+    module.to(DTYPE)
+    rng = np.random.default_rng(seed)
+    for layer in module.modules():
+        if isinstance(layer, nn.Linear):
+            bound = 1.0 / math.sqrt(layer.in_features)
+            layer.weight.copy_(torch.as_tensor(rng.uniform(-bound, bound, tuple(layer.weight.shape)), dtype=DTYPE))
+            layer.bias.copy_(torch.as_tensor(rng.uniform(-bound, bound, tuple(layer.bias.shape)), dtype=DTYPE))
+    return module
 
 
 class Adam(torch.optim.Optimizer):

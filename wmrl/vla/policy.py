@@ -30,10 +30,8 @@ from wmrl.vla import exact
 from wmrl.vla.envs import ACT_DIM, OBS_DIM, TaskEnv, expert_policy
 from wmrl.vla.exact import DTYPE
 
-__all__ = ["ARITHMETIC", "Demos", "GaussianPolicy", "bc_train", "collect_demos"]
+__all__ = ["Demos", "GaussianPolicy", "bc_train", "collect_demos"]
 
-#: Stamped into every SFT cache key, checkpoint and result: one computed in another arithmetic is rebuilt.
-ARITHMETIC = "float64-exact"
 _LOG_SQRT_2PI = 0.9189385332046727  # log(2 pi) / 2
 
 
@@ -90,11 +88,7 @@ class GaussianPolicy(nn.Module):
         self.min_log_std = math.log(min_std)
         self.register_buffer("obs_mean", torch.zeros(OBS_DIM))
         self.register_buffer("obs_std", torch.ones(OBS_DIM))
-        self.to(DTYPE)
-        rng = np.random.default_rng(seed)
-        for layer in self.net:
-            if isinstance(layer, nn.Linear):
-                exact.init_linear_(layer, rng)
+        exact.init_(self, seed)
 
     def set_normaliser(self, obs: np.ndarray) -> None:
         self.obs_mean.copy_(torch.as_tensor(obs.mean(0), dtype=DTYPE))
@@ -105,10 +99,7 @@ class GaussianPolicy(nn.Module):
         floored log-std."""
         x = (torch.as_tensor(obs, dtype=DTYPE) - self.obs_mean) / self.obs_std
         z = nn.functional.one_hot(torch.as_tensor(task, dtype=torch.long), self.n_tasks).to(DTYPE)
-        x = torch.cat([x, z], dim=-1)
-        for layer in self.net:
-            x = exact.linear(x, layer) if isinstance(layer, nn.Linear) else exact.tanh(x)
-        return x, self.log_std.clamp(min=self.min_log_std)
+        return exact.mlp(self.net, torch.cat([x, z], dim=-1), exact.tanh), self.log_std.clamp(min=self.min_log_std)
 
     def std(self) -> float:
         """The mean of the (unfloored) standard deviation over action dimensions, as logged."""

@@ -49,7 +49,7 @@ def frame_features(states: np.ndarray, length: int) -> np.ndarray:
 
 
 class ProgressEstimator(nn.Module):
-    """The MLP :math:`\\sigma(f_\\psi(\text{frames}, z))`, in :mod:`wmrl.vla.exact`'s float64 arithmetic (as the policy)."""
+    """The MLP :math:`\\sigma(f_\\psi(\\text{frames}, z))`, in :mod:`wmrl.vla.exact`'s float64 arithmetic (as the policy)."""
 
     def __init__(self, n_tasks: int, hidden: int = 128, seed: int = 0):
         super().__init__()
@@ -59,19 +59,12 @@ class ProgressEstimator(nn.Module):
                                  nn.Linear(hidden, 1))
         self.register_buffer("x_mean", torch.zeros(d))
         self.register_buffer("x_std", torch.ones(d))
-        self.to(DTYPE)
-        rng = np.random.default_rng(seed)
-        for layer in self.net:
-            if isinstance(layer, nn.Linear):
-                exact.init_linear_(layer, rng)
+        exact.init_(self, seed)
 
     def forward(self, x, task) -> torch.Tensor:
         x = (torch.as_tensor(x, dtype=DTYPE) - self.x_mean) / self.x_std
         z = nn.functional.one_hot(torch.as_tensor(task, dtype=torch.long), self.n_tasks).to(DTYPE)
-        x = torch.cat([x, z], -1)
-        for layer in self.net:
-            x = exact.linear(x, layer) if isinstance(layer, nn.Linear) else torch.relu(x)
-        return exact.sigmoid(x).squeeze(-1)
+        return exact.sigmoid(exact.mlp(self.net, torch.cat([x, z], -1), torch.relu)).squeeze(-1)
 
     def freeze(self) -> ProgressEstimator:
         self.eval()
@@ -101,7 +94,6 @@ def _prefix_examples(episodes, per_episode: int, rng) -> tuple[np.ndarray, np.nd
 def train_progress(episodes, n_tasks: int, epochs: int, lr: float, per_episode: int, seed: int) -> ProgressEstimator:
     """Fit the estimator on demo prefixes by squared error on the progress label; return it frozen."""
     rng = np.random.default_rng(seed)
-    torch.manual_seed(seed)
     x, t, y = _prefix_examples(episodes, per_episode, rng)
     model = ProgressEstimator(n_tasks, seed=seed)
     model.x_mean.copy_(torch.as_tensor(x.mean(0), dtype=DTYPE))

@@ -3,8 +3,8 @@
 A run lives like the agent runs (:mod:`wmrl.runs`), under
 ``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>/``:
 
-- ``result.json``: arm, preset, seed, the noise scheme (:data:`wmrl.vla.crn.SCHEME`), the
-  evaluation metrics, the per-state successes, the learning curve (one row per step: success, the
+- ``result.json``: arm, preset, seed, the stamps (:data:`wmrl.vla.train.STAMPS`: noise scheme and
+  arithmetic), the evaluation metrics, the per-state successes, the learning curve (one row per step: success, the
   world model's fidelity on the step's rollouts, the step object's log, timings), the anchor pairs,
   the SFT stage's losses, timings, and the provenance (the whole :class:`~wmrl.vla.config.VLAConfig`,
   seed, git commit, date, machine);

@@ -1,10 +1,10 @@
 """One run folder per (arm, seed): train, evaluate, stamp provenance, write atomically.
 
-A run's identity is its whole :class:`~wmrl.vla.config.VLAConfig`, the noise scheme
-(:data:`wmrl.vla.crn.SCHEME`) and the arithmetic (:data:`wmrl.vla.policy.ARITHMETIC`): a finished
-run is reused only if all three equal the requested ones, a checkpoint is resumed only then, and
-the SFT stage is cached by its own section, the seed and the arithmetic. A stored result of another config is retrained
-(the fields that differ are printed), never silently reused. Variants of an arm (runs with
+A run's identity is its whole :class:`~wmrl.vla.config.VLAConfig` and its stamps
+(:data:`wmrl.vla.train.STAMPS`: the noise scheme and the arithmetic): a finished run is reused only
+if they all equal the requested ones, a checkpoint is resumed only then, and the SFT stage is
+cached by its own section, the seed and the arithmetic. A stored result of another config is
+retrained (the fields that differ are printed), never silently reused. Variants of an arm (runs with
 overrides beyond the preset) live apart, under ``<arm>~<tag>/``. The layout of the files is in
 :mod:`wmrl.vla.results`.
 """
@@ -22,13 +22,11 @@ from wmrl import record as clock
 from wmrl.config import ConfigError
 from wmrl.presets import notebook_params
 from wmrl.provenance import provenance, write_json_atomic
-from wmrl.vla import crn
 from wmrl.vla.config import TASKS, VLA_ARMS, VLAConfig, vla_config
 from wmrl.vla.envs import shared_pool
 from wmrl.vla.evaluate import evaluate, summarise
-from wmrl.vla.policy import ARITHMETIC
 from wmrl.vla.results import result_path, sft_cache_dir, vla_run_dir
-from wmrl.vla.train import build_sft, resumable, sft_path, train
+from wmrl.vla.train import STAMPS, build_sft, resumable, sft_path, stamp_changes, train
 
 __all__ = ["one_torch_thread", "preset_arms", "run_all", "run_one", "stored_result"]
 
@@ -43,7 +41,8 @@ def _flat(d: dict, prefix: str = "") -> dict:
 def stored_result(cfg: VLAConfig, preset: str, results=None, tag: str | None = None) -> tuple[dict | None, list[str]]:
     """``(result, [])`` if the run folder holds a result of exactly ``cfg``; else ``(None, fields that differ)``.
 
-    A result of another noise scheme (written before :mod:`wmrl.vla.crn`) differs in ``noise``.
+    A result of another noise scheme (written before :mod:`wmrl.vla.crn`) differs in ``noise``, one of
+    another arithmetic (before :mod:`wmrl.vla.exact`) in ``arithmetic``.
     """
     path = result_path(results, preset, cfg.arm, cfg.seed, tag)
     if not path.exists():
@@ -51,10 +50,7 @@ def stored_result(cfg: VLAConfig, preset: str, results=None, tag: str | None = N
     stored = json.loads(path.read_text())
     old, new = _flat(stored["provenance"]["config"]), _flat(cfg.to_dict())
     changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-    if stored.get("noise") != crn.SCHEME:
-        changed.append(f"noise ({stored.get('noise', 'one shared generator')} -> {crn.SCHEME})")
-    if stored.get("arithmetic", "float32") != ARITHMETIC:
-        changed.append(f"arithmetic ({stored.get('arithmetic', 'float32')} -> {ARITHMETIC})")
+    changed += stamp_changes(stored)
     return (None, changed) if changed else (stored, [])
 
 
@@ -101,8 +97,8 @@ def _run_one(cfg: VLAConfig, preset: str, results, tag: str | None, progress_bar
         eval_s = clock.wall() - t0
     sft = build_sft(cfg.sft, cfg.seed, sft_cache_dir(results))
     result = {
-        "arm": cfg.arm, "preset": preset, "tag": tag, "seed": cfg.seed, "tasks": list(TASKS), "noise": crn.SCHEME,
-        "arithmetic": ARITHMETIC, "metrics": summarise(success), "success": success.tolist(),
+        "arm": cfg.arm, "preset": preset, "tag": tag, "seed": cfg.seed, "tasks": list(TASKS), **STAMPS,
+        "metrics": summarise(success), "success": success.tolist(),
         "history": run.history, "pairs": run.pairs,
         "sft": {"bc_losses": sft["bc_losses"], "demo_success": sft["demo_success"], "build_s": sft["build_s"]},
         "timing": {"train_s": run.wall_s, "eval_s": eval_s},

@@ -38,7 +38,7 @@ With :math:`w_k = 1/G` this is plain GRPO; with the fused weights it is the pape
 
 A checkpoint after every step (the config, policy, optimiser, step object, history) lets a killed
 run resume to the same result (the draws depend on the step, not on a generator's state); a
-checkpoint of another config or noise scheme is not resumed.
+checkpoint of another config or stamp (:data:`STAMPS`) is not resumed.
 """
 
 from __future__ import annotations
@@ -59,11 +59,22 @@ from wmrl.step import WMRLStep
 from wmrl.vla import crn, exact
 from wmrl.vla.config import SFTConfig, VLAConfig, VLATrainConfig
 from wmrl.vla.envs import ACT_DIM, N_TRAIN, TASKS, rollout_batch, shared_pool
-from wmrl.vla.exact import DTYPE
-from wmrl.vla.policy import ARITHMETIC, GaussianPolicy, bc_train, collect_demos
+from wmrl.vla.exact import ARITHMETIC, DTYPE
+from wmrl.vla.policy import GaussianPolicy, bc_train, collect_demos
 from wmrl.vla.progress import ProgressEstimator, train_progress
 
-__all__ = ["build_sft", "fidelity", "resumable", "sft_path", "train"]
+__all__ = ["STAMPS", "build_sft", "fidelity", "resumable", "sft_path", "stamp_changes", "train"]
+
+#: What a run's results depend on besides its config, stamped into every checkpoint and result: the noise
+#: scheme (:mod:`wmrl.vla.crn`) and the arithmetic (:mod:`wmrl.vla.exact`).
+STAMPS = {"noise": crn.SCHEME, "arithmetic": ARITHMETIC}
+_BEFORE_STAMPS = {"noise": "one shared generator", "arithmetic": "float32"}  # what a file without one was
+
+
+def stamp_changes(saved: dict) -> list[str]:
+    """``"<stamp> (<saved> -> <now>)"`` for every stamp of a saved checkpoint or result that is not today's."""
+    was = {k: saved.get(k, _BEFORE_STAMPS[k]) for k in STAMPS}
+    return [f"{k} ({was[k]} -> {v})" for k, v in STAMPS.items() if was[k] != v]
 
 
 def sft_path(sft: SFTConfig, seed: int, cache: Path) -> Path:
@@ -90,7 +101,6 @@ def build_sft(sft: SFTConfig, seed: int, cache: Path) -> dict:
 
 def _build_sft(sft: SFTConfig, seed: int, path: Path) -> dict:
     t0 = clock.wall()
-    torch.manual_seed(seed)
     demos = collect_demos(TASKS, range(sft.demo_states), sft.demos_per_state, sft.demo_noise, sft.demo_horizon, seed)
     policy = GaussianPolicy(len(TASKS), seed=seed)
     losses = bc_train(policy, demos, sft.bc_epochs, sft.bc_lr, sft.bc_batch, seed)
@@ -120,7 +130,7 @@ class _Run:
         self.step, self.history, self.pairs, self.wall_s = 0, [], [], 0.0
 
     def state_dict(self) -> dict:
-        return {"config": self.cfg.to_dict(), "noise": crn.SCHEME, "arithmetic": ARITHMETIC,
+        return {"config": self.cfg.to_dict(), **STAMPS,
                 "policy": self.policy.state_dict(), "opt": self.opt.state_dict(), "wmrl": self.wmrl.state_dict(),
                 "step": self.step, "history": self.history, "pairs": self.pairs, "wall_s": self.wall_s,
                 "position": clock.position()}
@@ -174,14 +184,14 @@ def _update(run: _Run, ro, adv: np.ndarray, weights: np.ndarray, t: VLATrainConf
 
 
 def resumable(cfg: VLAConfig, folder: Path) -> dict | None:
-    """The checkpoint in ``folder`` if the run of ``cfg`` resumes from it (same config, noise scheme and
-    arithmetic), else None; any other checkpoint is deleted, saying so. Its ``position`` is where the
+    """The checkpoint in ``folder`` if the run of ``cfg`` resumes from it (same config and :data:`STAMPS`),
+    else None; any other checkpoint is deleted, saying so. Its ``position`` is where the
     run's execution record goes on from (:func:`wmrl.record.context`)."""
     ckpt = Path(folder) / "checkpoint.pt"
     if not ckpt.exists():
         return None
     saved = torch.load(ckpt, weights_only=False)
-    if saved["config"] == cfg.to_dict() and saved.get("noise") == crn.SCHEME and saved.get("arithmetic") == ARITHMETIC:
+    if saved["config"] == cfg.to_dict() and not stamp_changes(saved):
         return saved
     print(f"{ckpt} was written with another config, noise scheme or arithmetic; training {cfg.arm} seed {cfg.seed} "
           "from its SFT start")
