@@ -5,6 +5,14 @@ Notebook 13 (this is its helper) answers "does WMRL work at this scale?" with fi
 Everything here was written, and committed, before any run at those seeds existed; every other
 claim of the project is secondary or exploratory beside it.
 
+**The world model.** The ``wm`` and ``wmrl`` arms score with the program-analysis world model's
+``paper_tuning`` profile (:data:`WORLD_MODEL`): its constants are fitted on the pool's tuning split,
+tasks that no run trains or is evaluated on. The project's default ``paper`` profile is fitted on
+scripts of the training tasks, the tasks it then scores in training. So these two arms are
+trained under their own run tag (:data:`WORLD_MODEL_TAG`); ``untrained`` and ``grpo`` never consult
+a world model, so their default runs serve the family as they are (``tests/test_primary.py``
+replays a grpo run recorded under one profile under the other, to the bit).
+
 **Estimand.** A run's *late Avg*: the mean of its held-out Avg over the evaluations after half its
 steps (at ``small``: steps 9, 12, 15 and 16), instead of the last evaluation alone. Training has
 mostly saturated by then, and the last snapshot alone moves by several points from one evaluation
@@ -34,15 +42,40 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from wmrl.arms import get_arm
 from wmrl.experiments import paper
 from wmrl.experiments.claims import Claim, MatchedCompute
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.curves import heldout_avg
 from wmrl.experiments.stats import ALPHA
 
-__all__ = ["PRIMARY", "PRIMARY_ARMS", "Look", "late_average", "late_steps", "looks", "obf_levels", "run_looks"]
+__all__ = ["PRIMARY", "PRIMARY_ARMS", "WORLD_MODEL", "WORLD_MODEL_ARMS", "WORLD_MODEL_TAG", "Look", "family_runs",
+           "late_average", "late_steps", "looks", "obf_levels", "run_looks"]
 
 PRIMARY_ARMS = ("untrained", "grpo", "wm", "wmrl")
+#: The world model the family's world-model arms score with: constants fitted on tasks no run uses.
+WORLD_MODEL = {"world_model.profile": "paper_tuning"}
+#: The run tag of those arms' runs (``results/train/<preset>/wm~tuning/``...).
+WORLD_MODEL_TAG = "tuning"
+#: The family's arms that consult a world model, trained under :data:`WORLD_MODEL_TAG`.
+WORLD_MODEL_ARMS = tuple(a for a in PRIMARY_ARMS if get_arm(a).world_model)
+
+
+def family_runs(load) -> pd.DataFrame:
+    """The family's runs, one row per (arm, seed), ``arm`` the plain arm name.
+
+    ``load(arms, tag, overrides)`` returns runs as :func:`~wmrl.experiments.collect.load_arm_runs` does:
+    it is called once for the arms without a world model (default runs) and once for
+    :data:`WORLD_MODEL_ARMS` under :data:`WORLD_MODEL_TAG` with :data:`WORLD_MODEL`, whose ``arm``
+    (``"wm~tuning"``) is read back as the arm's name.
+    """
+    plain = [a for a in PRIMARY_ARMS if a not in WORLD_MODEL_ARMS]
+    tagged = load(list(WORLD_MODEL_ARMS), WORLD_MODEL_TAG, dict(WORLD_MODEL))
+    suffix = "~" + WORLD_MODEL_TAG
+    if not tagged.arm.str.endswith(suffix).all():
+        raise ValueError(f"the world-model arms' runs must be tagged {WORLD_MODEL_TAG!r}, got {sorted(set(tagged.arm))}")
+    tagged = tagged.assign(arm=tagged.arm.str.removesuffix(suffix))
+    return pd.concat([load(plain, None, None), tagged], ignore_index=True)
 
 
 def late_steps(steps: int) -> int:

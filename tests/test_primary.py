@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -92,3 +95,65 @@ def test_the_stopping_rule_stops_when_every_claim_is_resolved_and_keeps_an_early
     partial = frame(1.0, 0.0)
     _, history, stopped = primary.run_looks(partial[partial.seed < 10], claims, design)  # look 2 not trained yet
     assert not stopped and set(history.look) == {1}
+
+
+def _run_frames(folder):
+    summary = json.loads((folder / "summary.json").read_text())
+    summary.pop("provenance")
+    return summary, {p.name: pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))}
+
+
+def _recorded_then_replayed(arm, pool, tmp_path, monkeypatch):
+    """``arm``'s smoke run recorded under the ``paper`` profile, then replayed from that record under
+    the family's world model: the two runs' summaries and tables (the replay's, or its divergence)."""
+    from wmrl import record
+    from wmrl.experiments.run import run_arm
+
+    out = tmp_path / "executions" / "smoke.jsonl.gz"
+    out.parent.mkdir()
+    kw = {"pool": pool, "memo_path": tmp_path / "memo.sqlite", "progress": False}
+    folder = Path("train") / "smoke" / arm / "seed3"  # the record's context: the same in both runs
+    monkeypatch.setenv(record.ENV, f"record:{out}")
+    run_arm(arm, "smoke", seed=3, out=tmp_path / "a" / folder, overrides={"world_model.profile": "paper"}, **kw)
+    record.export(out)
+    monkeypatch.setenv(record.ENV, f"replay:{out.parent}")
+    try:
+        run_arm(arm, "smoke", seed=3, out=tmp_path / "b" / folder, overrides=dict(primary.WORLD_MODEL), **kw)
+    except record.ReplayDiverged as e:
+        return _run_frames(tmp_path / "a" / folder), e
+    return _run_frames(tmp_path / "a" / folder), _run_frames(tmp_path / "b" / folder)
+
+
+@pytest.mark.slow
+def test_grpo_consults_no_world_model_so_its_default_runs_serve_the_family(pool, tmp_path, monkeypatch):
+    """A grpo run recorded under the default profile replays under the family's world model to the bit."""
+    assert primary.WORLD_MODEL_ARMS == ("wm", "wmrl") and "grpo" not in primary.WORLD_MODEL_ARMS
+    (sa, fa), (sb, fb) = _recorded_then_replayed("grpo", pool, tmp_path, monkeypatch)
+    assert sa == sb and fa.keys() == fb.keys() and "eval.parquet" in fa
+    for name in fa:
+        pd.testing.assert_frame_equal(fa[name], fb[name], check_exact=True, obj=name)
+
+
+@pytest.mark.slow
+def test_the_world_model_arm_trains_otherwise_under_the_familys_world_model(pool, tmp_path, monkeypatch):
+    """The control of the test above: the wm arm's scores change with the profile."""
+    (_, fa), replayed = _recorded_then_replayed("wm", pool, tmp_path, monkeypatch)
+    if isinstance(replayed, Exception):  # the other scores led to other scripts, which the record lacks
+        return
+    _, fb = replayed
+    assert not fa["steps.parquet"].equals(fb["steps.parquet"])
+
+
+def test_the_family_reads_its_world_model_arms_from_their_tag_and_the_others_from_the_default_runs():
+    asked = []
+
+    def load(arms, tag, overrides):
+        asked.append((tuple(arms), tag, overrides))
+        return pd.DataFrame({"arm": [a if tag is None else f"{a}~{tag}" for a in arms], "seed": 6})
+
+    runs = primary.family_runs(load)
+    assert sorted(runs.arm) == sorted(primary.PRIMARY_ARMS)
+    assert asked == [(("wm", "wmrl"), "tuning", {"world_model.profile": "paper_tuning"}),
+                     (("untrained", "grpo"), None, None)]
+    with pytest.raises(ValueError, match="tagged 'tuning'"):
+        primary.family_runs(lambda arms, tag, overrides: pd.DataFrame({"arm": list(arms), "seed": 6}))

@@ -231,7 +231,8 @@ def test_fresh_needs_a_campaign_that_trains(calls, capsys):
 
 
 @pytest.mark.parametrize("tag, owner", [("std", "paper"), ("first_fit-4", "paper"), ("warmup_8", "paper"),
-                                        ("oracle-0.5", "dial"), ("wm-pessimistic", "dial")])
+                                        ("oracle-0.5", "dial"), ("wm-pessimistic", "dial"),
+                                        ("tuning", "primary")])
 def test_a_tag_another_campaign_retrains_is_refused_naming_it(tag, owner):
     assert campaigns.claimed_by(tag) == owner
     with pytest.raises(ValueError, match=f"{owner} campaign"):

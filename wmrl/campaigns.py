@@ -57,9 +57,11 @@ class Campaign:
     seeds: str = "SEEDS"
 
 
-# Notebook 11's variants (notebooks/_regime.py) and notebook 08's (notebooks/_fidelity_dial.py).
+# Notebook 11's variants (notebooks/_regime.py), notebook 08's (notebooks/_fidelity_dial.py) and notebook
+# 13's world-model arms (notebooks/_primary.py: WORLD_MODEL_TAG).
 PAPER_TAGS = ("std", "first_fit-*", "warmup_*")
 DIAL_TAGS = ("oracle-*", "wm-*")
+PRIMARY_TAGS = ("tuning",)
 
 CAMPAIGNS: dict[str, Campaign] = {
     "paper": Campaign("the paper's experiments and the method in its regime, notebooks 00-06 and 11",
@@ -72,8 +74,9 @@ CAMPAIGNS: dict[str, Campaign] = {
                        "(they read the paper campaign's default runs)",
                        None, runs=(Runs((OTHER,)), Runs(("*",), seeds="CONFIRM_SEEDS"))),
     "primary": Campaign("the primary family, declared before its runs: notebook 13 (untrained, grpo, wm and wmrl "
-                        "at the preset's PRIMARY_SEEDS, in looks)",
-                        (13,), runs=(Runs((DEFAULT,), seeds="PRIMARY_SEEDS"),)),
+                        "at the preset's PRIMARY_SEEDS, in looks; wm and wmrl with the world model fitted on "
+                        "the tuning split)",
+                        (13,), runs=(Runs((DEFAULT, *PRIMARY_TAGS), seeds="PRIMARY_SEEDS"),)),
     "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at three seeds, each seed with its own warm start)",
                     (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS"),
 }
