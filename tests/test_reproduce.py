@@ -193,6 +193,18 @@ def test_fresh_removes_the_campaigns_selection_before_training_and_keeps_the_res
     assert (results / "executions" / "dial.agreement.json").is_file()  # kept where the campaign's results are
 
 
+def test_a_resumed_campaign_keeps_the_agreement_of_the_last_fresh_one(calls, results, monkeypatch):
+    """Without --fresh a campaign keeps its finished runs, which would agree with themselves: the agreement
+    measured by the last fresh retraining stays as it was."""
+    monkeypatch.setattr(reproduce, "RESULTS", results)
+    path = reproduce.agreement_path("dial", results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"campaign": "dial", "runs": 30}')
+    assert reproduce.main(["--campaign", "dial"]) == 0
+    assert calls[0] == ("train", "08_fidelity_dial", "small")
+    assert path.read_text() == '{"campaign": "dial", "runs": 30}'
+
+
 def test_a_campaign_records_each_notebooks_measured_durations_and_the_timings_keep_them(results, tmp_path):
     import json
 

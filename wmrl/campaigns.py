@@ -48,13 +48,15 @@ class Campaign:
     """One campaign: what it is, its notebooks (by number; None: every one no other campaign lists),
     its runs and the other result folders under ``results/`` it rebuilds whole (``{KEY}`` filled in
     from the preset's notebook parameters, ``{preset}`` with the preset's name), and the notebook
-    parameter listing its seeds (a quick variant trains the first of them)."""
+    parameter listing its seeds (a quick variant trains the first of them); ``unrecorded``: why the campaign
+    keeps no execution record and cannot be replayed from one ("" for a recorded campaign)."""
 
     about: str
     notebooks: tuple[int, ...] | None
     runs: tuple[Runs, ...] = ()
     folders: tuple[str, ...] = field(default=())
     seeds: str = "SEEDS"
+    unrecorded: str = ""
 
 
 # Notebook 11's variants (notebooks/_regime.py), notebook 08's (notebooks/_fidelity_dial.py) and notebook
@@ -78,7 +80,9 @@ CAMPAIGNS: dict[str, Campaign] = {
                         "the tuning split)",
                         (13,), runs=(Runs((DEFAULT, *PRIMARY_TAGS), seeds="PRIMARY_SEEDS"),)),
     "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at three seeds, each seed with its own warm start)",
-                    (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS"),
+                    (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS",
+                    unrecorded="its warm start is built outside the runs' records, and a rebuilt one is not "
+                               "bit-identical"),
 }
 
 

@@ -92,7 +92,8 @@ TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
 FIGURES = REPO / "figures"
 # Notebooks a replay of the execution record does not cover (the module's docstring says why).
-NOT_REPLAYABLE = {7: "its warm start is built outside the runs' records, and a rebuilt one is not bit-identical"}
+#: The notebooks of a campaign that keeps no execution record, with the reason (wmrl/campaigns.py).
+NOT_REPLAYABLE = {n: c.unrecorded for c in CAMPAIGNS.values() if c.unrecorded for n in c.notebooks or ()}
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
@@ -572,7 +573,7 @@ def main(argv=None) -> int:
         runs.append(run)
     if replays and not args.replay_only and any(r.train_s is not None for r in runs):
         record_durations(runs, resumed=not args.fresh)  # a campaign at the committed preset: how long it took
-        if args.campaign:
+        if args.campaign and args.fresh:  # a resumed campaign kept runs, which would agree with themselves
             try:
                 found = agreement(args.campaign, names, RESULTS)
                 _print_agreement(args.campaign, found)

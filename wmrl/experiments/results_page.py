@@ -174,8 +174,7 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     if not recorded:
         return ""
     many = len(recorded) > 1
-    # llm: its campaign is never recorded (its warm start is built outside the runs' records)
-    others = [c for c in CAMPAIGNS if c not in recorded and c != "llm"]
+    others = [c for c, campaign in CAMPAIGNS.items() if c not in recorded and not campaign.unrecorded]
     if brief:
         kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
         within = _listed([f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")
@@ -272,7 +271,8 @@ def _render_results(read: _Read) -> str:
     if name == PRIMARY:
         lines += [PRIMARY_HEADING, "",
                   (f"Table 1's headline, declared before its runs at seeds {_span(params['PRIMARY_SEEDS'])} and tested "
-                   f"in looks: late held-out Avg; verdicts after Holm at the look's level "
+                   f"in looks, its wm and wmrl arms scored by the world model fitted on tasks no run uses: late "
+                   f"held-out Avg; verdicts after Holm at the look's level "
                    f"([notebook](notebooks/{PRIMARY}.ipynb), [figure](figures/{PRIMARY}.png))."), ""]
     else:
         lines += [PRIMARY_HEADING, "",
