@@ -74,6 +74,26 @@ def test_a_restarted_context_replaces_its_old_rows_and_a_resumed_one_drops_those
         assert [rep.observe("s", "k", None)["v"] for _ in range(2)] == [2, 4]
 
 
+def test_a_campaigns_export_drops_the_runs_whose_folders_are_gone_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
+    results = tmp_path / "results"
+    out = results / "executions" / "primary.jsonl.gz"
+    out.parent.mkdir(parents=True)
+    (results / "train" / "small" / "wm" / "seed1").mkdir(parents=True)
+    with reproduce.executions(f"record:{out}", "13_primary", out):
+        rec = record.active()
+        for run, value in (("wm/seed1", "kept"), ("wm/seed2", "gone")):
+            with record.context(f"run:train/small/{run}"):
+                rec.observe("sandbox", "k", {"v": value})
+                record.wall()
+        rec.observe("sandbox", "k", {"v": "notebook"})  # outside a run: the notebook's context
+    assert _record_contexts(out) == {"run:train/small/wm/seed1", "notebook:13_primary"}
+    assert "gone" not in gzip.decompress(out.read_bytes()).decode()  # its payload went with it
+    assert "run:train/small/wm/seed2 dropped" in capsys.readouterr().out
+    monkeypatch.setenv(record.ENV, f"replay:{out}")
+    with record.context("run:train/small/wm/seed1"):
+        assert record.active().observe("sandbox", "k", None) == {"v": "kept"}
+
+
 def test_bad_specs_and_missing_records_are_refused_clearly(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="record:<file>"):
         _use(monkeypatch, "replay")
@@ -278,7 +298,7 @@ COMMITTED = REPO / "results"
 #: One run of each campaign whose execution record is committed, replayed in full by the test below: the
 #: record must give back that run's committed files on any machine, to the bit but for the last bits of the
 #: policy's float32 training diagnostics (wmrl.runs.FLOAT32_DIAGNOSTICS), which depend on the CPU.
-REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "paper": "wmrl/seed0", "primary": "wmrl/seed6"}
+REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "paper": "wmrl/seed0", "primary": "wmrl~tuning/seed6"}
 
 
 def _record_contexts(path) -> set[str]:

@@ -36,7 +36,8 @@ from collections import defaultdict, deque
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["ENV", "Record", "ReplayDiverged", "active", "content_key", "context", "cpu", "export", "position", "wall"]
+__all__ = ["ENV", "Record", "ReplayDiverged", "active", "content_key", "context", "cpu", "export", "forget_gone_runs",
+           "position", "wall"]
 
 ENV = "WMRL_EXECUTIONS"
 CONTEXT_ENV = "WMRL_EXECUTIONS_CONTEXT"
@@ -258,6 +259,23 @@ def export(path: str | Path) -> Path:
     db.close()
     os.replace(tmp, path)
     return path
+
+
+def forget_gone_runs(path: str | Path, results: str | Path) -> list[str]:
+    """Drop from the working copy of the record ``path`` every run's context (``run:<folder>``) whose folder
+    under ``results`` is gone, so that the next :func:`export` holds the runs that exist and nothing else
+    (a run deleted because it no longer belongs to its campaign). Returns the dropped contexts, sorted."""
+    db = sqlite3.connect(Path(path).with_suffix("").with_suffix(".sqlite"), timeout=120)
+    try:
+        contexts = {c for (c,) in db.execute("SELECT DISTINCT context FROM seen UNION SELECT DISTINCT context FROM clock")}
+        gone = sorted(c for c in contexts if c.startswith("run:") and not (Path(results) / c[len("run:"):]).is_dir())
+        with db:
+            for c in gone:
+                db.execute("DELETE FROM seen WHERE context = ?", (c,))
+                db.execute("DELETE FROM clock WHERE context = ?", (c,))
+    finally:
+        db.close()
+    return gone
 
 
 _ACTIVE: tuple[str, Record | None] | None = None

@@ -188,7 +188,8 @@ def replay_notebook(name: str, kernel: str, timeout: int) -> None:
 def executions(spec: str, notebook: str, export: Path | None = None):
     """Run the block (a notebook's training) under the execution record ``spec`` (``record:<file>`` or
     ``replay:<folder>``), with the notebook as the context of what it observes outside its runs; a
-    record being made is exported to ``export`` afterwards, also when the notebook failed."""
+    record being made is exported to ``export`` afterwards, also when the notebook failed, without the
+    runs whose folders are gone from the results beside it (``<results>/executions/<campaign>.jsonl.gz``)."""
     saved = {k: os.environ.get(k) for k in (record.ENV, record.CONTEXT_ENV)}
     os.environ[record.ENV], os.environ[record.CONTEXT_ENV] = spec, notebook
     try:
@@ -200,6 +201,8 @@ def executions(spec: str, notebook: str, export: Path | None = None):
             else:
                 os.environ[k] = v
         if export is not None and export.with_suffix("").with_suffix(".sqlite").exists():
+            for gone in record.forget_gone_runs(export, export.parent.parent):
+                print(f"execution record: {gone} dropped (its run folder is gone)", flush=True)
             record.export(export)
 
 
