@@ -270,9 +270,9 @@ def _render_results(read: _Read) -> str:
               f"shows: [{FINDINGS_PAGE}]({FINDINGS_PAGE})."), ""]
     if name == PRIMARY:
         lines += [PRIMARY_HEADING, "",
-                  (f"Table 1's headline, declared before its runs at seeds {_span(params['PRIMARY_SEEDS'])} and tested "
-                   f"in looks, its wm and wmrl arms scored by the world model fitted on tasks no run uses: late "
-                   f"held-out Avg; verdicts after Holm at the look's level "
+                  (f"Table 1's headline, declared before its runs (seeds {_span(params['PRIMARY_SEEDS'])}, "
+                   f"{len(params['PRIMARY_LOOKS'])} looks, world model fitted on tasks no run uses): late held-out Avg, "
+                   f"Holm's verdicts at each look's level "
                    f"([notebook](notebooks/{PRIMARY}.ipynb), [figure](figures/{PRIMARY}.png))."), ""]
     else:
         lines += [PRIMARY_HEADING, "",
