@@ -51,6 +51,17 @@ def test_a_run_stored_before_a_field_existed_is_the_same_experiment_at_that_fiel
     assert experiment_identity(old) != run_config("wmrl", "small", overrides={"world_model.oracle_noise": 0.2}).identity()
 
 
+@pytest.mark.parametrize("arm, overrides, same", [
+    ("grpo", {}, True), ("untrained", {}, True), ("anchor_only", {}, True),  # consult no world model
+    ("wm", {"world_model.kind": "oracle"}, True),  # a world model without profiles
+    ("wm", {}, False), ("wmrl", {}, False)])  # the program analysis reads its profile
+def test_a_run_is_the_same_experiment_under_every_world_model_profile_it_never_reads(arm, overrides, same):
+    one, other = (run_config(arm, "small", overrides={**overrides, "world_model.profile": p}).identity()
+                  for p in ("paper", "paper_tuning"))
+    assert (one == other) is same
+    assert one["arm"] == arm and ("profile" in one["world_model"]) is not same
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"anchor_fraction": 0.2}, "did you mean method.anchor_fraction"),
     ({"method.anchor_fracton": 0.2}, "did you mean 'anchor_fraction'"),

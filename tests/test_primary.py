@@ -103,7 +103,7 @@ def _run_frames(folder):
     return summary, {p.name: pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))}
 
 
-def _recorded_then_replayed(arm, pool, tmp_path, monkeypatch):
+def _recorded_then_replayed(arm, pool, tmp_path, monkeypatch, overrides=None):
     """``arm``'s smoke run recorded under the ``paper`` profile, then replayed from that record under
     the family's world model: the two runs' summaries and tables (the replay's, or its divergence)."""
     from wmrl import record
@@ -114,21 +114,26 @@ def _recorded_then_replayed(arm, pool, tmp_path, monkeypatch):
     kw = {"pool": pool, "memo_path": tmp_path / "memo.sqlite", "progress": False}
     folder = Path("train") / "smoke" / arm / "seed3"  # the record's context: the same in both runs
     monkeypatch.setenv(record.ENV, f"record:{out}")
-    run_arm(arm, "smoke", seed=3, out=tmp_path / "a" / folder, overrides={"world_model.profile": "paper"}, **kw)
+    run_arm(arm, "smoke", seed=3, out=tmp_path / "a" / folder, overrides={**(overrides or {}),
+            "world_model.profile": "paper"}, **kw)
     record.export(out)
     monkeypatch.setenv(record.ENV, f"replay:{out.parent}")
     try:
-        run_arm(arm, "smoke", seed=3, out=tmp_path / "b" / folder, overrides=dict(primary.WORLD_MODEL), **kw)
+        run_arm(arm, "smoke", seed=3, out=tmp_path / "b" / folder, overrides={**(overrides or {}),
+                **primary.WORLD_MODEL}, **kw)
     except record.ReplayDiverged as e:
         return _run_frames(tmp_path / "a" / folder), e
     return _run_frames(tmp_path / "a" / folder), _run_frames(tmp_path / "b" / folder)
 
 
 @pytest.mark.slow
-def test_grpo_consults_no_world_model_so_its_default_runs_serve_the_family(pool, tmp_path, monkeypatch):
-    """A grpo run recorded under the default profile replays under the family's world model to the bit."""
+@pytest.mark.parametrize("arm, overrides", [("grpo", None), ("wm", {"world_model.kind": "oracle"})])
+def test_a_run_that_reads_no_profile_replays_under_the_familys_world_model_to_the_bit(arm, overrides, pool, tmp_path,
+                                                                                      monkeypatch):
+    """A grpo run (so the family's default grpo runs serve it) and an oracle world model's run recorded
+    under the default profile replay under the family's to the bit (config.experiment_identity omits it)."""
     assert primary.WORLD_MODEL_ARMS == ("wm", "wmrl") and "grpo" not in primary.WORLD_MODEL_ARMS
-    (sa, fa), (sb, fb) = _recorded_then_replayed("grpo", pool, tmp_path, monkeypatch)
+    (sa, fa), (sb, fb) = _recorded_then_replayed(arm, pool, tmp_path, monkeypatch, overrides)
     assert sa == sb and fa.keys() == fb.keys() and "eval.parquet" in fa
     for name in fa:
         pd.testing.assert_frame_equal(fa[name], fb[name], check_exact=True, obj=name)

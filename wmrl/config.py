@@ -571,6 +571,8 @@ def experiment_identity(config: dict) -> dict:
     the behaviour from before the field existed (``world_model.oracle_noise``,
     ``method.anchor_selection``, ...), and a field since removed or moved is dropped (it can no
     longer be asked for). So a new switch does not turn every stored run into another experiment.
+    Nor does a setting the run never reads: ``world_model.profile`` is left out unless the run's arm
+    consults the program-analysis world model (:func:`_reads_profile`).
     """
     out = json.loads(json.dumps(config))
     for name, cls in _SECTIONS.items():
@@ -581,7 +583,21 @@ def experiment_identity(config: dict) -> dict:
     for dotted in SCHEDULING_FIELDS:
         section, _, name = dotted.partition(".")
         out.get(section, {}).pop(name, None)
+    wm = out.get("world_model")
+    if isinstance(wm, dict) and not _reads_profile(out.get("arm"), wm.get("kind")):
+        wm.pop("profile", None)
     return out
+
+
+def _reads_profile(arm: str | None, kind: str | None) -> bool:
+    """Whether a run of ``arm`` with a world model of ``kind`` reads ``world_model.profile``: only the
+    program-analysis world model has profiles, and an arm that consults no world model (grpo, untrained,
+    anchor_only) reads none; such a run is the same experiment under every profile."""
+    try:
+        consults = get_arm(arm).world_model
+    except (KeyError, ValueError, TypeError):
+        return True  # an arm this version does not know: keep every field
+    return consults and kind == "static"
 
 
 def _default(f: dataclasses.Field):

@@ -35,7 +35,7 @@ import numpy as np
 
 from wmrl import record as clock
 from wmrl.agent.llm.model import llm_device
-from wmrl.config import ConfigError, RunConfig
+from wmrl.config import ConfigError, RunConfig, experiment_identity
 from wmrl.ledger import ComputeLedger
 from wmrl.models import smollm2_folder
 from wmrl.runs import per_category, write_run
@@ -248,7 +248,7 @@ def _resume_point(out: Path, cfg: RunConfig) -> tuple[Path | None, dict | None]:
     import torch
 
     saved = torch.load(resume / STATE_FILE, weights_only=False)
-    if saved.get("config") != cfg.identity():
+    if saved.get("config") is None or experiment_identity(saved["config"]) != cfg.identity():
         raise RuntimeError(f"{resume} was written by a run with another configuration; rerun with the same "
                            f"settings, or delete {out / 'trl'} to start this one afresh")
     return resume, saved
