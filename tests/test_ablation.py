@@ -146,6 +146,19 @@ def test_a_tag_that_holds_runs_of_other_overrides_is_refused_never_retrained(tmp
     assert (summary.read_bytes(), os.stat(summary).st_mtime_ns) == trained, "nothing was retrained"
 
 
+def test_a_tagged_run_whose_defaults_changed_under_its_overrides_is_retrained_saying_so(tmp_path, capsys):
+    overrides = {"method.anchor_fraction": 0.5}
+    ensure_runs(["wmrl"], [0], "smoke", tmp_path, progress=False, tag="abl", overrides=overrides)
+    summary = tmp_path / "train" / "smoke" / "wmrl~abl" / "seed0" / "summary.json"
+    stored = json.loads(summary.read_text())
+    stored["provenance"]["config"]["world_model"]["temperature"] = 0.5  # trained under another default
+    summary.write_text(json.dumps(stored))
+    ensure_runs(["wmrl"], [0], "smoke", tmp_path, progress=False, tag="abl", overrides=overrides)
+    assert "defaults under its overrides changed: world_model.temperature=0.5 (asked: 0.7)" in capsys.readouterr().out
+    config = json.loads(summary.read_text())["provenance"]["config"]
+    assert config["world_model"]["temperature"] == 0.7 and config["method"]["anchor_fraction"] == 0.5
+
+
 def test_a_sweep_names_each_variant_after_its_value_on_top_of_the_common_overrides():
     variants = ablation.plan("mix", "wmrl", {"method.fusion": "scale_only"},
                              {"method.anchor_fraction": [0.05, 0.25]})

@@ -42,9 +42,11 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
 
     ``overrides`` are dotted :class:`~wmrl.config.RunConfig` fields (``{"method.anchor_fraction":
     0.25}``); they need a ``tag`` (the name of the variant) so that their runs live apart from the
-    default ones. A default run trained with another config is retrained (a preset changed); a
-    tagged one is not: asking a tag for other overrides than its runs were trained with is an
-    error that names the fields that differ, before anything trains.
+    default ones. A default run trained with another config is retrained (a preset changed). A
+    tagged one is retrained only when none of the fields that differ is one of ``overrides`` (a
+    default changed under the variant; the fields are printed): asking a tag for other values of
+    its overrides than its runs were trained with is an error that names the fields that differ,
+    before anything trains.
 
     ``jobs`` runs train in parallel processes (default ``$WMRL_JOBS``, else 1), each with
     ``cores // jobs`` sandbox workers, so that no more solutions run at once than there are cores.
@@ -71,11 +73,15 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
             want = run_config(arm, preset, seed, overrides).identity()
             stored = json.loads(summary.read_text())["provenance"]["config"] if summary.exists() else None
             if stored is None or experiment_identity(stored) != want:
-                if stored is not None and tag is not None:  # an ablation's results are never retrained over
-                    raise ValueError(
-                        f"tag {tag!r} already holds another experiment: {out} was trained with "
-                        f"{'; '.join(_config_diff(experiment_identity(stored), want))}. Name these overrides "
-                        f"with a new tag, or delete {out.parent} to retrain under this one")
+                if stored is not None and tag is not None:
+                    diff = _config_diff(experiment_identity(stored), want)
+                    if {d.split("=", 1)[0] for d in diff} & set(overrides):  # never retrained over
+                        raise ValueError(
+                            f"tag {tag!r} already holds another experiment: {out} was trained with "
+                            f"{'; '.join(diff)}. Name these overrides with a new tag, or delete {out.parent} "
+                            "to retrain under this one")
+                    print(f"{out}: retrained, the defaults under its overrides changed: {'; '.join(diff)}",
+                          flush=True)
                 todo.append((arm, seed, out))
     jobs = max(1, min(int(jobs or os.environ.get("WMRL_JOBS", "1")), len(todo)))
     overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
