@@ -81,12 +81,12 @@ def test_a_campaigns_export_drops_the_runs_whose_folders_are_gone_and_keeps_the_
     (results / "train" / "small" / "wm" / "seed1").mkdir(parents=True)
     with reproduce.executions(f"record:{out}", "13_primary", out):
         rec = record.active()
-        for run, value in (("wm/seed1", "kept"), ("wm/seed2", "gone")):
+        for run, value in (("wm/seed1", "kept"), ("wm/seed1#1", "kept"), ("wm/seed2", "gone")):
             with record.context(f"run:train/small/{run}"):
                 rec.observe("sandbox", "k", {"v": value})
                 record.wall()
         rec.observe("sandbox", "k", {"v": "notebook"})  # outside a run: the notebook's context
-    assert _record_contexts(out) == {"run:train/small/wm/seed1", "notebook:13_primary"}
+    assert _record_contexts(out) == {"run:train/small/wm/seed1", "run:train/small/wm/seed1#1", "notebook:13_primary"}
     assert "gone" not in gzip.decompress(out.read_bytes()).decode()  # its payload went with it
     assert "run:train/small/wm/seed2 dropped" in capsys.readouterr().out
     monkeypatch.setenv(record.ENV, f"replay:{out}")

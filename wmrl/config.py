@@ -595,7 +595,7 @@ def _reads_profile(arm: str | None, kind: str | None) -> bool:
     anchor_only) reads none; such a run is the same experiment under every profile."""
     try:
         consults = get_arm(arm).world_model
-    except (KeyError, ValueError, TypeError):
+    except ValueError:
         return True  # an arm this version does not know: keep every field
     return consults and kind == "static"
 

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["ENV", "Record", "ReplayDiverged", "active", "content_key", "context", "cpu", "export", "forget_gone_runs",
-           "position", "wall"]
+           "position", "run_context", "wall"]
 
 ENV = "WMRL_EXECUTIONS"
 CONTEXT_ENV = "WMRL_EXECUTIONS_CONTEXT"
@@ -55,6 +55,21 @@ def content_key(*parts: str) -> str:
 
 def _payload_key(payload: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+_RUN = "run:"
+
+
+def run_context(folder: str | Path, process: int | None = None) -> str:
+    """The context of the run in ``folder``: ``run:<the folder's last four parts>`` (``run:train/<preset>/<label>/
+    seed<S>``, ``run:vla/<preset>/<label>/seed<S>``), relative to the results folder; ``#<process>`` for one
+    process of a run trained by several."""
+    return _RUN + "/".join(Path(folder).parts[-4:]) + ("" if process is None else f"#{process}")
+
+
+def _run_folder(context_name: str) -> str | None:
+    """The folder, relative to the results folder, of a :func:`run_context` (None: not a run's context)."""
+    return context_name[len(_RUN):].split("#", 1)[0] if context_name.startswith(_RUN) else None
 
 
 def current_context() -> str:
@@ -268,7 +283,7 @@ def forget_gone_runs(path: str | Path, results: str | Path) -> list[str]:
     db = sqlite3.connect(Path(path).with_suffix("").with_suffix(".sqlite"), timeout=120)
     try:
         contexts = {c for (c,) in db.execute("SELECT DISTINCT context FROM seen UNION SELECT DISTINCT context FROM clock")}
-        gone = sorted(c for c in contexts if c.startswith("run:") and not (Path(results) / c[len("run:"):]).is_dir())
+        gone = sorted(c for c in contexts if (f := _run_folder(c)) is not None and not (Path(results) / f).is_dir())
         with db:
             for c in gone:
                 db.execute("DELETE FROM seen WHERE context = ?", (c,))

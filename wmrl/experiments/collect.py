@@ -75,7 +75,7 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
             if stored is None or experiment_identity(stored) != want:
                 if stored is not None and tag is not None:
                     diff = _config_diff(experiment_identity(stored), want)
-                    if {d.split("=", 1)[0] for d in diff} & set(overrides):  # never retrained over
+                    if set(_differing(experiment_identity(stored), want)) & set(overrides):  # never retrained over
                         raise ValueError(
                             f"tag {tag!r} already holds another experiment: {out} was trained with "
                             f"{'; '.join(diff)}. Name these overrides with a new tag, or delete {out.parent} "
@@ -107,11 +107,16 @@ def _dotted(config: dict, prefix: str = "") -> dict:
     return out
 
 
+def _differing(stored: dict, wanted: dict) -> list[str]:
+    """The dotted fields in which two nested configs differ, sorted."""
+    a, b = _dotted(stored), _dotted(wanted)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k, "<absent>") != b.get(k, "<absent>"))
+
+
 def _config_diff(stored: dict, wanted: dict) -> list[str]:
     """``"section.field=<stored> (asked: <wanted>)"`` for every field in which two nested configs differ."""
     a, b = _dotted(stored), _dotted(wanted)
-    return [f"{k}={a.get(k, '<absent>')!r} (asked: {b.get(k, '<absent>')!r})" for k in sorted(a.keys() | b.keys())
-            if a.get(k, "<absent>") != b.get(k, "<absent>")]
+    return [f"{k}={a.get(k, '<absent>')!r} (asked: {b.get(k, '<absent>')!r})" for k in _differing(stored, wanted)]
 
 
 def load_runs(preset: str = "small", results: str | Path = RESULTS, arms=None, seeds=None,

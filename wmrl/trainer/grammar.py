@@ -76,7 +76,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path: str | Path
     out = Path(out)
     ckpt = out / "checkpoint.pt"
     saved = torch.load(ckpt, weights_only=False) if ckpt.exists() else None
-    with clock.context("run:" + "/".join(out.parts[-4:]), None if saved is None else saved.get("position", 0)):
+    with clock.context(clock.run_context(out), None if saved is None else saved.get("position", 0)):
         return _train(cfg, out, pool, preset, saved, memo_path, progress)
 
 

@@ -90,7 +90,7 @@ def _run_one(cfg: VLAConfig, preset: str, results, tag: str | None, progress_bar
     # Under an execution record the run is its own context, named after its folder
     # (``run:vla/<preset>/<label>/seed<S>``), resumed from where its checkpoint left it.
     saved = resumable(cfg, folder)
-    with clock.context("run:" + "/".join(folder.parts[-4:]), None if saved is None else saved.get("position", 0)):
+    with clock.context(clock.run_context(folder), None if saved is None else saved.get("position", 0)):
         run = train(cfg, folder, sft_cache_dir(results), progress_bar, saved)
         t0 = clock.wall()
         success = evaluate(run.policy, shared_pool(), cfg.eval.states, cfg.eval.samples, cfg.train.horizon, cfg.seed)

@@ -280,7 +280,7 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
     init, sft_info = initial_model(cfg, pool, progress, build=procs.num_processes == 1)
     # under an execution record (wmrl.record) the run is its own context, named after its folder (one per
     # process when there are several); a resumed run goes on from the positions its checkpoint saved
-    name = "run:" + "/".join(out.parts[-4:]) + (f"#{procs.process_index}" if procs.num_processes > 1 else "")
+    name = clock.run_context(out, procs.process_index if procs.num_processes > 1 else None)
     positions = (saved or {}).get("positions") or []
     at = positions[procs.process_index] if len(positions) == procs.num_processes else None
     with clock.context(name, at):
