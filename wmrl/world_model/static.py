@@ -10,9 +10,9 @@ public inventory and description. Its errors are therefore real - it cannot see 
 target, it guesses whether a table holds strings or NaN, and its quality guess knows the task
 only by its category.
 
-Two error profiles (``profile``), the same analysis under both:
+Three error profiles (``profile``), the same analysis under each:
 
-- ``paper`` (the default): the paper's LLM world model is told to DEFAULT TO PASS and to fail a
+- ``paper``: the paper's LLM world model is told to DEFAULT TO PASS and to fail a
   check only with a specific line and a certain exception. So here a check fails only on a
   finding the analysis is sure of (``p_fail >= CERTAIN``: a file, column, name, module, keyword
   or method that is not there, a submission with the wrong columns or rows or none at all);
@@ -22,9 +22,9 @@ Two error profiles (``profile``), the same analysis under both:
   over the script's traits, which ranks the scripts of one task. The result errs optimistically,
   as the paper's model does, and its score is close to a monotone function of the real one
   (Assumption 6) apart from the defects nobody can see in the text.
-- ``paper_tuning``: the ``paper`` profile with its two fitted constants (the quality weights and
-  the budget margin) fitted on the pool's tuning split instead of the training tasks, so the model
-  is not fitted on a task it scores in training (notebook 05 compares the two);
+- ``paper_tuning`` (the default): the ``paper`` profile with its two fitted constants (the quality
+  weights and the budget margin) fitted on the pool's tuning split instead of the training tasks,
+  so the model is not fitted on a task it scores in training (notebook 05 compares the two);
 - ``pessimistic`` (the original model, kept for comparison): every finding fails its check with
   its own probability, suspicions included, the budget check is a coin flip at the limit, and
   the quality guess is a fixed prior per (family, category). It predicts many failures that do
