@@ -43,8 +43,8 @@
 # (`summary.json`'s `compute_apart`, section 6) and never counted as an arm's cost.
 #
 # **Where the real world models sit.** The program-analysis world model at its error profiles
-# (`world_model.profile`, `FIDELITY_PROFILES`: `paper` marks the default runs shared with notebooks
-# 01-05; `pessimistic`, where asked, trains its own), measured on the same footing (their own runs'
+# (`world_model.profile`, `FIDELITY_PROFILES`: `paper_tuning` marks the default runs shared with
+# notebooks 01-05; another profile, where asked, trains its own), measured on the same footing (their own runs'
 # anchor pairs); the SmolLM2 LLM world model, which cannot train the grammar agent on two cores,
 # from notebook 05's fixed set of scripts (another footing, labelled as such).
 #
@@ -52,8 +52,8 @@
 # know its truth, so it costs about what a `grpo` run does (section 6 gives the count). The `small`
 # preset trains `wmrl` and the pure world model `wm` at three noise levels (0, 0.2, 1.0) on 3 seeds
 # (`FIDELITY_ARMS`, 18 runs), Table 3's uncorrected `mix` and `od` at the two ends of the dial only
-# (`FIDELITY_END_ARMS`, 12 runs: the levels claims D7 and D8 compare), and marks only the `paper`
-# profile (notebook 05, section 5, compares the two profiles on a trained agent). These 30 runs are
+# (`FIDELITY_END_ARMS`, 12 runs: the levels claims D7 and D8 compare), and marks only the default
+# `paper_tuning` profile (notebook 05, section 5, compares the profiles on a trained agent). These 30 runs are
 # a campaign of their own (`make reproduce-dial`), sized to its 2 hours; `mix` and `od` at the
 # middle level would take it past them. A wider dial is one parameter away:
 # `-y 'FIDELITY_ARMS: [wm, mix, od, wmrl]'`, `-y 'FIDELITY_LEVELS: [0.0, 0.08, 0.2, 0.4, 1.0]'` (60 runs;
@@ -75,7 +75,7 @@ FIDELITY_ARMS = None  # arms trained at every level (wm, mix, od, wmrl)
 FIDELITY_END_ARMS = None  # arms trained at the lowest and the highest noise only (mix, od)
 FIDELITY_BANDS = None  # reference arms without a world model, drawn as bands (grpo, anchor_only; default runs)
 FIDELITY_DISTORTION = None  # the oracle's monotone distortion phi: "optimistic" or "identity"
-FIDELITY_PROFILES = None  # program-analysis profiles marked on the axis (paper: the default runs)
+FIDELITY_PROFILES = None  # program-analysis profiles marked on the axis (paper_tuning: the default runs)
 FIDELITY_PROFILE_ARMS = None  # arms trained with each profile to mark it (their anchor-pair Spearman and score)
 
 # %%
@@ -220,7 +220,7 @@ else:
 # ## 2. Where the real world models sit on that axis
 #
 # The program-analysis world model at each profile, on the same footing as the dial: the
-# Spearman of its own runs' anchor pairs (`FIDELITY_PROFILE_ARMS`; the `paper` profile's are the
+# Spearman of its own runs' anchor pairs (`FIDELITY_PROFILE_ARMS`; the default profile's are the
 # default runs). The SmolLM2 LLM world model is too slow to train the grammar agent on two cores,
 # so it is read off notebook 05's fixed set of scripts (drawn as the untrained agent writes them,
 # one script per task in turn): the within-group Spearman where a task has three scripts or more,

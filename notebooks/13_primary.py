@@ -36,7 +36,8 @@
 # - **The world model** of the wm and wmrl arms is the `paper_tuning` profile: the program-analysis
 #   world model with its quality weights and budget margin fitted on real outcomes of the pool's
 #   *tuning* split, tasks that no run trains or is evaluated on (notebook 05 measures its fidelity
-#   beside the default `paper` profile, which is fitted on scripts of the training tasks). These two
+#   beside the `paper` profile, which is fitted on scripts of the training tasks and was then every
+#   other campaign's default; every campaign's default is now `paper_tuning`). These two
 #   arms' runs carry the run tag `tuning`; untrained and grpo consult no world model, so their
 #   default runs are the family's.
 #

@@ -62,7 +62,7 @@ _NOTEBOOK_ARMS = {
     "FIDELITY_PROFILE_ARMS": ["wmrl"],
 }
 # 08_fidelity_dial's marks and distortion (its levels are sized per preset)
-_FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["paper", "pessimistic"]}
+_FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["paper_tuning", "pessimistic"]}
 # 07_llm_agent: which LLM preset, arms and seeds the notebook reads at each grammar preset (each seed has its
 # own warm start; three seeds are the fewest that give a seed-paired interval; at `small`, seeds that no earlier
 # llm-small design was run at, since the design was chosen after those runs were seen)
@@ -134,12 +134,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "BUDGET_ACTIVE_SHARES": [0.125, 0.25],
                   # 08_fidelity_dial: an oracle run executes every script to know its truth, so it costs
                   # about what a grpo run does; wmrl and the pure world model (D1, D3) at three levels
-                  # (18 runs) beside the paper profile's default runs (the pessimistic one is notebook 05's);
+                  # (18 runs) beside the default runs, which mark the default profile (notebook 05 compares the others);
                   # mix and od at the two ends only (12 runs): at the middle level too (6 more, about 25
                   # minutes), the dial campaign would pass its 2 hours
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.2, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
                   "FIDELITY_END_ARMS": ["mix", "od"],
-                  "FIDELITY_PROFILES": ["paper"],
+                  "FIDELITY_PROFILES": ["paper_tuning"],
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
                   "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4,
