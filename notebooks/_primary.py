@@ -7,9 +7,11 @@ claim of the project is secondary or exploratory beside it.
 
 **The world model.** The ``wm`` and ``wmrl`` arms score with the program-analysis world model's
 ``paper_tuning`` profile (:data:`WORLD_MODEL`): its constants are fitted on the pool's tuning split,
-tasks that no run trains or is evaluated on. The project's default ``paper`` profile is fitted on
-scripts of the training tasks, the tasks it then scores in training. So these two arms are
-trained under their own run tag (:data:`WORLD_MODEL_TAG`); ``untrained`` and ``grpo`` never consult
+tasks that no run trains or is evaluated on. The family was declared when the project's default
+was the ``paper`` profile, fitted on scripts of the training tasks, the tasks it then scores in
+training, so it names this profile and trains these two arms under their own run tag
+(:data:`WORLD_MODEL_TAG`); the default is now the same profile, so the tag only keeps the family's
+runs apart from the other campaigns'. ``untrained`` and ``grpo`` never consult
 a world model, so their default runs serve the family as they are (``tests/test_primary.py``
 replays a grpo run recorded under one profile under the other, to the bit).
 
