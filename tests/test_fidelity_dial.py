@@ -21,7 +21,8 @@ from notebooks._fidelity_dial import (
     profile_overrides,
     profile_tag,
 )
-from wmrl.presets import run_config
+from wmrl.config import WorldModelConfig
+from wmrl.presets import notebook_params, preset_names, run_config
 
 
 def test_the_crossing_is_the_lowest_x_from_which_the_curve_stays_at_or_above_zero():
@@ -87,6 +88,12 @@ def test_tags_and_overrides_name_a_level_and_change_the_run_they_describe():
     assert profile_tag("paper") == "wm-paper" and profile_overrides("paper") == {"world_model.profile": "paper"}
     assert profile_tag("pessimistic") == "wm-pessimistic"
     assert run_config("wmrl", "smoke", overrides=profile_overrides("pessimistic")).world_model.profile == "pessimistic"
+
+
+def test_every_dial_marks_the_default_profile_with_the_default_runs():
+    """The dial's first mark is the default profile, whose runs are the untagged default ones."""
+    dials = {n: notebook_params(n)["FIDELITY_PROFILES"] for n in preset_names("grammar")}
+    assert dials and all(profiles[0] == WorldModelConfig().profile for profiles in dials.values()), dials
 
 
 def test_the_claims_compare_the_most_and_least_faithful_levels_and_the_references():

@@ -32,7 +32,7 @@ import copy
 from dataclasses import dataclass, field
 
 from wmrl.arms import get_arm
-from wmrl.config import ConfigError, RunConfig
+from wmrl.config import ConfigError, RunConfig, WorldModelConfig
 
 __all__ = ["PRESETS", "Preset", "get_preset", "notebook_params", "preset_names", "run_config"]
 
@@ -61,8 +61,10 @@ _NOTEBOOK_ARMS = {
     "FIDELITY_BANDS": ["grpo", "anchor_only"],
     "FIDELITY_PROFILE_ARMS": ["wmrl"],
 }
-# 08_fidelity_dial's marks and distortion (its levels are sized per preset)
-_FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": ["paper_tuning", "pessimistic"]}
+# 08_fidelity_dial's marks and distortion (its levels are sized per preset); the default profile's mark is
+# the default runs themselves
+_DEFAULT_PROFILE = WorldModelConfig().profile
+_FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": [_DEFAULT_PROFILE, "pessimistic"]}
 # 07_llm_agent: which LLM preset, arms and seeds the notebook reads at each grammar preset (each seed has its
 # own warm start; three seeds are the fewest that give a seed-paired interval; at `small`, seeds that no earlier
 # llm-small design was run at, since the design was chosen after those runs were seen)
@@ -139,7 +141,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # minutes), the dial campaign would pass its 2 hours
                   **_FIDELITY_DIAL, "FIDELITY_LEVELS": [0.0, 0.2, 1.0], "FIDELITY_ARMS": ["wm", "wmrl"],
                   "FIDELITY_END_ARMS": ["mix", "od"],
-                  "FIDELITY_PROFILES": ["paper_tuning"],
+                  "FIDELITY_PROFILES": [_DEFAULT_PROFILE],
                   # 11_method_regime: OD's first fit against the preset's 16 pairs (a run has 64; the paper
                   # waits for 200), and IVD warm after 4 anchor groups against the default 8 (half the run)
                   "REGIME_FIRST_FITS": [8, 32], "REGIME_IVD_WARMUP": 4,

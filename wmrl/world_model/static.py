@@ -182,8 +182,9 @@ class ProgramAnalysisWorldModel:
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}; 'paper' is the paper's "
-                             "default-to-pass world model, 'pessimistic' the original program analysis")
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}; 'paper_tuning' (the default) "
+                             "is the paper's default-to-pass world model fitted on the tuning split, 'paper' the "
+                             "same fitted on the training tasks, 'pessimistic' the original program analysis")
         self.temperature, self.time_limit_s, self.startup_s = float(temperature), float(time_limit_s), float(startup_s)
         self.profile = profile
         self._paper = profile != "pessimistic"  # default to pass, quality from the traits' additive model
