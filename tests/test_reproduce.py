@@ -327,3 +327,23 @@ def test_a_claims_tables_verdicts_are_each_of_its_verdict_columns_by_claim(tmp_p
     frame.assign(**{"verdict over tasks": ["reproduced", "fails"]}).to_parquet(tmp_path / "tasks.parquet")
     found = reproduce._verdicts(tmp_path / "tasks.parquet").to_dict()
     assert len(found) == 6 and (found["L1 over tasks"], found["L2 over tasks"]) == ("reproduced", "fails")
+
+
+@pytest.mark.parametrize("arm, same", [("grpo", True), ("wmrl", False)])
+def test_a_replayed_provenance_matches_when_its_runs_differ_only_in_a_setting_they_never_read(tmp_path, arm, same):
+    """A figure's provenance lists its runs' configs; a grpo run kept across a change of the default world-model
+    profile is the same experiment under the new default (it never reads it), a wmrl run is not."""
+    import json
+
+    from wmrl.presets import run_config
+
+    def sidecar(folder, profile, commit):
+        config = run_config(arm, "smoke", overrides={"world_model.profile": profile}).to_dict()
+        run = {"config": config, "seed": 0, "git_commit": commit, "date": commit, "machine": {"cpu_count": 2}}
+        (folder / "fig.png.provenance.json").write_text(json.dumps({"figure": "fig.png", "sources": [run]}))
+
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    sidecar(tmp_path / "a", "paper", "a5c07b8")
+    sidecar(tmp_path / "b", "paper_tuning", "24d36f8")
+    found = reproduce.compare_outputs(tmp_path / "a", tmp_path / "b")
+    assert found["same" if same else "differ"] == ["fig.png.provenance.json"]

@@ -74,6 +74,7 @@ import nbformat
 
 from wmrl import record
 from wmrl.campaigns import CAMPAIGNS, campaign_of, quick_seed, selection
+from wmrl.config import experiment_identity
 from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
@@ -210,9 +211,11 @@ def _same(a: Path, b: Path) -> str:
     """``"same"``, ``"rounding"`` (parquet frames equal but for the float32 training diagnostics, within
     :data:`~wmrl.runs.FLOAT32_RTOL`) or ``"differ"``."""
     if a.suffix == ".json":
-        def strip(x):  # provenance (who, where, when) differs by design; what it was made from must not
+        def strip(x):  # provenance (who, where, when) differs by design; what it was made from must not:
+            # a run's config as the experiment it names (a setting the run never reads may differ)
             if isinstance(x, dict) and {"git_commit", "date", "machine"} <= x.keys():
-                return {k: strip(v) for k, v in x.items() if k in ("config", "seed")}
+                return {k: experiment_identity(v) if k == "config" and isinstance(v, dict) else strip(v)
+                        for k, v in x.items() if k in ("config", "seed")}
             if isinstance(x, dict):
                 return {k: strip(v) for k, v in x.items() if k != "provenance"}
             return [strip(v) for v in x] if isinstance(x, list) else x
@@ -256,7 +259,8 @@ def compare_outputs(recorded: Path, replayed: Path, skip: set[str] = frozenset()
     """Every file a replay wrote under ``replayed`` against the one at the same path under ``recorded``:
     ``{"same": [...], "rounding": [...], "differ": [...], "missing": [...]}`` (paths relative to ``replayed``).
     JSON files are compared without their provenance (its commit, date and machine differ by design; its
-    config and seed are kept), parquet frames exactly but for the policy's float32 training diagnostics
+    seed is kept, and its config as the experiment it names, :func:`~wmrl.config.experiment_identity`: a
+    setting the run never reads, or a scheduling field, may differ), parquet frames exactly but for the policy's float32 training diagnostics
     (:data:`~wmrl.runs.FLOAT32_DIAGNOSTICS`: a frame equal but for their rounding is ``rounding``), anything
     else byte for byte; the record itself, checkpoints (an LLM run's ``trl/`` folder too), memo files and
     ``skip`` (paths relative to ``replayed``: files copied in, not written by the replay) are skipped."""
