@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from wmrl import campaigns, reproduce
@@ -19,6 +21,9 @@ def calls(monkeypatch):
     monkeypatch.setattr(reproduce, "write_results_page", lambda *a: seen.append(("page",)))
     monkeypatch.setattr(reproduce, "write_readme_summary", lambda *a: seen.append(("readme",)))
     monkeypatch.setattr(reproduce, "record_durations", lambda runs, **kw: seen.append(("durations",)))
+    # no execution record is opened or exported: the repository's own record (and a working copy of it
+    # left by a campaign on this machine) stays as it is
+    monkeypatch.setattr(reproduce, "executions", lambda spec, name, export=None: contextlib.nullcontext())
     return seen
 
 
