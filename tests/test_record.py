@@ -74,6 +74,36 @@ def test_a_restarted_context_replaces_its_old_rows_and_a_resumed_one_drops_those
         assert [rep.observe("s", "k", None)["v"] for _ in range(2)] == [2, 4]
 
 
+def test_a_working_copy_made_from_another_version_of_the_committed_record_is_refused(tmp_path, monkeypatch):
+    """A campaign killed before its export resumes on its working copy; once the committed file changes under it
+    (a pull, a checkout), the working copy is refused, naming itself, instead of exporting its old rows over the
+    new file's. Deleted, it is made afresh from the committed file."""
+    out = tmp_path / "x.jsonl.gz"
+    rec = _use(monkeypatch, f"record:{out}")
+    with record.context("run:a"):
+        rec.observe("s", "k", {"v": 1})
+    record.export(out)
+    monkeypatch.setattr(record, "_ACTIVE", None)
+    rec = _use(monkeypatch, f"record:{out}")  # the same version: recorded on, then killed before its export
+    with record.context("run:b"):
+        rec.observe("s", "k", {"v": 2})
+    newer = tmp_path / "newer" / "x.jsonl.gz"  # the committed record as another machine made it
+    newer.parent.mkdir()
+    monkeypatch.setattr(record, "_ACTIVE", None)
+    with record.context("run:a"):
+        _use(monkeypatch, f"record:{newer}").observe("s", "k", {"v": 3})
+    record.export(newer)
+    out.write_bytes(newer.read_bytes())
+    monkeypatch.setattr(record, "_ACTIVE", None)
+    with pytest.raises(record.StaleWorkingCopy, match="x.sqlite"):
+        record.Record("record", out)
+    out.with_suffix("").with_suffix(".sqlite").unlink()
+    record.Record("record", out)
+    rep = _use(monkeypatch, f"replay:{record.export(out)}")
+    with record.context("run:a"):
+        assert rep.observe("s", "k", None) == {"v": 3}
+
+
 def test_a_campaigns_export_drops_the_runs_whose_folders_are_gone_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
     results = tmp_path / "results"
     out = results / "executions" / "primary.jsonl.gz"

@@ -36,7 +36,7 @@ from collections import defaultdict, deque
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["ENV", "Record", "ReplayDiverged", "active", "content_key", "context", "cpu", "export", "forget_gone_runs",
+__all__ = ["ENV", "Record", "ReplayDiverged", "StaleWorkingCopy", "active", "content_key", "context", "cpu", "export", "forget_gone_runs",
            "position", "run_context", "wall"]
 
 ENV = "WMRL_EXECUTIONS"
@@ -47,6 +47,13 @@ _LOCK = threading.RLock()
 
 class ReplayDiverged(RuntimeError):
     """A replay asked for an observation its record does not hold: the run took another path."""
+
+
+class StaleWorkingCopy(RuntimeError):
+    """A record's working copy was made from another version of its committed file."""
+
+
+_SOURCE_TABLE = "CREATE TABLE IF NOT EXISTS source (digest TEXT);"  # the committed file a working copy is made from
 
 
 def content_key(*parts: str) -> str:
@@ -126,7 +133,7 @@ class Record:
                     " n INTEGER, PRIMARY KEY (context, stream, key, seq));"
                     "CREATE TABLE IF NOT EXISTS payloads (hash TEXT PRIMARY KEY, payload TEXT NOT NULL);"
                     "CREATE TABLE IF NOT EXISTS clock (context TEXT, seq INTEGER, value REAL, n INTEGER,"
-                    " PRIMARY KEY (context, seq));")
+                    " PRIMARY KEY (context, seq));" + _SOURCE_TABLE)
             if self.path.is_file():
                 self._import(self.path)  # resume a campaign whose working copy is gone
             self._counts: dict[tuple, int] = defaultdict(int)
@@ -160,11 +167,28 @@ class Record:
     def _import(self, path: Path) -> None:
         """Fill an empty working copy from the committed file ``path``. The processes of a campaign open the
         record at once: the first takes the database's write lock, finds it still empty and imports; the
-        others wait for the lock and then find it filled."""
+        others wait for the lock and then find it filled.
+
+        A working copy already filled must have been made from ``path`` as it is now (imported from it or
+        exported to it: :func:`export` stamps the file's digest). One made from another version of the
+        record (the committed file changed since, by a pull or a checkout) is refused: recording on top of
+        it would export its old rows of the runs it kept over the new file's."""
+        digest = _digest(path)
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            if not (self._db.execute("SELECT 1 FROM seen LIMIT 1").fetchone()
+            if (self._db.execute("SELECT 1 FROM seen LIMIT 1").fetchone()
                     or self._db.execute("SELECT 1 FROM clock LIMIT 1").fetchone()):
+                stamp = self._db.execute("SELECT digest FROM source").fetchone()
+                if stamp is None or stamp[0] != digest:
+                    working = path.with_suffix("").with_suffix(".sqlite")
+                    raise StaleWorkingCopy(
+                        f"the working copy {working} was not made from the committed record {path} as it is now "
+                        "(the record changed since, or the working copy predates this check): delete it to record "
+                        f"on from the committed file, or first keep what only it holds with "
+                        f"python -c \"from wmrl import record; record.export('{path}')\"")
+            else:
+                self._db.execute("DELETE FROM source")
+                self._db.execute("INSERT INTO source VALUES (?)", (digest,))
                 for row in self._read(path):
                     if "p" in row:
                         self._db.execute("INSERT OR IGNORE INTO payloads VALUES (?, ?)", (row["h"], row["p"]))
@@ -271,9 +295,17 @@ def export(path: str | Path) -> Path:
             clocks[ctx].append(value)
         for ctx, values in clocks.items():
             line({"c": ctx, "t": values})
-    db.close()
     os.replace(tmp, path)
+    with db:  # the working copy is now the committed file's: stamp it (Record._import checks the stamp)
+        db.executescript(_SOURCE_TABLE)
+        db.execute("DELETE FROM source")
+        db.execute("INSERT INTO source VALUES (?)", (_digest(path),))
+    db.close()
     return path
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def forget_gone_runs(path: str | Path, results: str | Path) -> list[str]:
