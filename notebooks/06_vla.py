@@ -32,7 +32,7 @@
 # | Robometer: progress from 8 frames | frozen MLP on 8 states spread over the rollout, trained on the demos only (so biased off them) |
 # | sparse success anchor | success at any step (the rollout ends there) |
 # | WMRL: OD + IVD | the same `wmrl.step.WMRLStep` as the agent trainers: isotonic progress → success on anchor groups, the η² audit, ρ-weighted fusion |
-# | GPU training | one CPU thread, float64 with IEEE basic operations only (`wmrl.vla.exact`): the same bits, so the same episodes, on every CPU |
+# | GPU training | one CPU thread, float64 with IEEE basic operations only (`wmrl.vla.exact`), no BLAS in an observation: the same bits, so the same episodes, on every x86-64 CPU with AVX2 and FMA |
 #
 # What the paper does not report and we do: seeds and 95% intervals; the world model's fidelity on
 # the rollouts of the arm trained on it, where reward hacking would show (progress that rises while

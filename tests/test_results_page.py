@@ -237,7 +237,7 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     for campaign in ("paper", "beyond"):
         (folder / f"{campaign}.jsonl.gz").write_bytes(b"")
     text = results_page.reproducibility(tmp_path)  # every campaign the record covers carries one
-    assert "Notebook 06's VLA runs come back bit for bit too, on any CPU" in text
+    assert "Notebook 06's VLA runs come back bit for bit too, on every x86-64 CPU with AVX2 and FMA" in text
     assert "predate" not in text and text.endswith(
         "Every campaign but one carries its record: the language-model agent's runs (notebook 07) are never "
         "recorded ([docs/reproducibility.md](docs/reproducibility.md)).")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import platform
 import shutil
 import signal
 import subprocess
@@ -40,6 +41,7 @@ from wmrl.vla.envs import (
     TaskEnv,
     expert_policy,
     initial_states,
+    length,
     rollout_batch,
     train_states,
 )
@@ -102,6 +104,32 @@ def test_the_lean_step_matches_metaworld_step_along_an_expert_rollout():
             obs, ok = lean.step(action)
             ref_obs, _, _, _, info = ref.env.step(action)
             assert np.allclose(obs, ref_obs) and ok == bool(info["success"])
+
+
+def test_the_observation_is_meta_worlds_with_the_gripper_opening_summed_without_blas():
+    """Every entry of the current observation is Meta-World's own; the gripper opening (entry 3), which
+    Meta-World takes from a BLAS dot product, is the same length summed in index order, so it may differ
+    from Meta-World's by a rounding and no more."""
+    env, expert = TaskEnv("pick-place-v3"), expert_policy("pick-place-v3")
+    obs = env.reset(2)
+    for _ in range(40):
+        ours = env.env._get_curr_obs_combined_no_goal()
+        theirs = type(env.env)._get_curr_obs_combined_no_goal(env.env)
+        assert np.array_equal(np.delete(ours, 3), np.delete(theirs, 3))
+        assert ours[3] == pytest.approx(theirs[3], rel=4e-16, abs=0)
+        obs, _ = env.step(expert.get_action(obs))
+
+
+def test_a_length_accumulates_its_squares_in_index_order_each_multiply_add_rounded_once():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(5)
+    for v in rng.standard_normal((500, 3)) * rng.choice([1e-3, 1.0, 1e3], (500, 1)):
+        total = 0.0
+        for x in v:  # a fused multiply-add: the exact x * x + total, rounded to float64 once
+            total = float(Fraction(float(x)) ** 2 + Fraction(total))
+        assert length(v) == float(np.sqrt(total))
+    assert length(np.array([3.0, 4.0])) == 5.0 and length(np.zeros(3)) == 0.0
 
 
 def test_the_scripted_expert_succeeds_on_the_demo_states(demos):
@@ -464,6 +492,18 @@ def test_a_recorded_run_replays_to_the_bit_timings_included(tmp_path, monkeypatc
                 progress_bar=False)
 
 
+def _avx2_and_fma() -> bool:
+    """Whether glibc gives MuJoCo the libm it gave the recording CPU: its AVX2-and-FMA implementations."""
+    if platform.machine() != "x86_64" or not Path("/proc/cpuinfo").is_file():
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("flags")), [])
+    return {"avx2", "fma"} <= set(flags)
+
+
+@pytest.mark.skipif(not _avx2_and_fma(), reason="the committed VLA runs replay to the bit on x86-64 CPUs with AVX2 and "
+                    "FMA only: glibc's sin, cos, exp, pow and atan2, which MuJoCo calls, round otherwise elsewhere "
+                    "(docs/reproducibility.md)")
 def test_a_committed_vla_run_replays_from_the_committed_record_to_the_bit_on_this_cpu(tmp_path, monkeypatch):
     """The committed wmrl seed-0 run of notebook 06, retrained from the paper campaign's committed record on
     whichever CPU runs the tests: its result comes back to the bit, every episode and timing included
@@ -480,12 +520,18 @@ def test_a_committed_vla_run_replays_from_the_committed_record_to_the_bit_on_thi
     assert found == {"same": ["result.json"], "rounding": [], "differ": [], "missing": []}, found
 
 
-def test_a_run_computes_the_same_bits_under_other_cpu_kernels(smoke_runs, tmp_path):
-    """What lets a VLA run replay on another CPU (wmrl.vla.exact): trained from nothing in a process
-    that uses torch's unvectorised kernels (``ATEN_CPU_CAPABILITY=default``) and MKL's compatible code
-    path, a run's SFT stage, policy, episodes and every logged number are the same bits as this
-    process's. With torch's own arithmetic the policy's last bits, and then its episodes, differ."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+@pytest.mark.parametrize("kernels", [
+    {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"},
+    {"OPENBLAS_CORETYPE": "Prescott", "NPY_DISABLE_CPU_FEATURES": "X86_V3"},
+], ids=["torch-mkl", "openblas-numpy"])
+def test_a_run_computes_the_same_bits_under_other_cpu_kernels(smoke_runs, tmp_path, kernels):
+    """What lets a VLA run replay on another CPU: trained from nothing in a process whose libraries take
+    other code paths than this CPU's, a run's SFT stage, policy, episodes and every logged number are the
+    same bits as this process's. torch-mkl: torch's unvectorised kernels and MKL's compatible path (with
+    torch's own arithmetic instead of wmrl.vla.exact, the policy's last bits differ). openblas-numpy:
+    OpenBLAS's generic x86-64 kernels and NumPy's baseline loops (with Meta-World's BLAS gripper opening
+    instead of wmrl.vla.envs.length, the episodes differ from the first training step)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **kernels}
     subprocess.run([sys.executable, "-W", "ignore", "-m", "wmrl.vla", "run", "--arm", "wmrl", "--preset", "smoke",
                     "--results", str(tmp_path)], cwd=REPO, env=env, check=True, capture_output=True, timeout=600)
     other = json.loads(result_path(tmp_path, "smoke", "wmrl", 0).read_text())

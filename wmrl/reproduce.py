@@ -611,8 +611,9 @@ def main(argv=None) -> int:
         for rel in found["missing"]:
             print(f"  not in the recorded campaign: {rel}")
         if any(rel.startswith("vla/") for rel in found["differ"]):
-            print(f"  the VLA runs (notebook 06) compute the same bits on every CPU (wmrl.vla.exact): a difference "
-                  f"here is a finding to report, with this CPU, {cpu_model()} (docs/reproducibility.md)")
+            print(f"  the VLA runs (notebook 06) compute the same bits on every x86-64 CPU with AVX2 and FMA "
+                  f"(wmrl.vla.exact, wmrl.vla.envs): on such a CPU a difference here is a finding to report, with "
+                  f"this CPU, {cpu_model()} (docs/reproducibility.md)")
         if found["differ"] or found["missing"] or not found["same"]:
             page.status, page.detail = "failed", (f"{len(found['differ'])} files differ, {len(found['missing'])} "
                                                   "not in the recorded campaign")

@@ -193,10 +193,12 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
              "from it, executing nothing. Every grammar-agent score, verdict, table and figure comes back bit for "
              "bit; the policy's float32 training diagnostics (loss, KL, entropy) come back to rounding on a CPU other "
              "than the one that trained them."
-             + (" Notebook 06's VLA runs come back bit for bit too, on any CPU: their networks compute in float64 "
-                "with IEEE basic operations only (`wmrl.vla.exact`), so the contact simulator, which turns a "
-                "last-bit difference into another episode, sees the same actions wherever it runs (checked under "
-                "other torch kernels and MKL code paths on one CPU)." if "paper" in recorded else ""))]
+             + (" Notebook 06's VLA runs come back bit for bit too, on every x86-64 CPU with AVX2 and FMA: their "
+                "networks compute in float64 with IEEE basic operations only (`wmrl.vla.exact`) and their "
+                "observations hold no BLAS result, so the contact simulator, which turns a last-bit difference "
+                "into another episode, sees the same states and actions wherever it runs (checked under other "
+                "torch, MKL, OpenBLAS and NumPy code paths; glibc's trigonometry, which MuJoCo calls, differs on "
+                "CPUs without FMA)." if "paper" in recorded else ""))]
     for campaign in recorded:
         path = folder / f"{campaign}.agreement.json"
         if not path.is_file():

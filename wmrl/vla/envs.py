@@ -13,11 +13,22 @@ reward (contact scans, tolerance curves) that nothing here uses: the sparse rewa
 the dense one is the progress estimator. :meth:`TaskEnv.step` runs the same physics and the same
 observation code and evaluates only each task's success predicate (the exact inequality of its
 ``evaluate_state``; ``tests/test_vla.py`` checks both paths agree along expert rollouts).
+
+Why no BLAS. ``np.linalg.norm`` of a vector is a BLAS dot product, and OpenBLAS picks its kernel by
+the CPU; kernels written for different CPUs may order or fuse the multiply-adds otherwise, and the
+length then moves by a rounding. Meta-World puts such a length into every observation (the gripper
+opening), and MuJoCo's contacts turn that rounding into another episode, so the demonstrations and
+every run after them would depend on the CPU. :meth:`TaskEnv.reset` and :meth:`TaskEnv.step`
+compute the opening, and the success distances, by :func:`length` instead: the squares accumulated
+in index order by fused multiply-adds, each rounded once, on every CPU. That is how OpenBLAS's
+AVX-512 kernels sum a 3-vector (its AVX2 kernel rounds each product apart), so the committed runs,
+recorded on an AVX-512 CPU, keep their bits.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import metaworld
@@ -40,6 +51,7 @@ __all__ = [
     "eval_states",
     "expert_policy",
     "initial_states",
+    "length",
     "rollout_batch",
     "shared_pool",
     "train_states",
@@ -50,6 +62,29 @@ OBS_DIM, ACT_DIM = 39, 4
 
 # Success predicates, copied from each task's ``evaluate_state``: (uses hand?, radius).
 _SUCCESS = {"reach-v3": (True, 0.05), "push-v3": (False, 0.05), "pick-place-v3": (False, 0.07)}
+
+
+def _fma(a: float, b: float, c: float) -> float:
+    """``a * b + c`` rounded once (a fused multiply-add), exactly: in integers, then one correctly rounded
+    division (CPython's int / int)."""
+    (an, ad), (bn, bd), (cn, cd) = a.as_integer_ratio(), b.as_integer_ratio(), c.as_integer_ratio()
+    return (an * bn * cd + cn * ad * bd) / (ad * bd * cd)
+
+
+def length(v) -> float:
+    """Euclidean length of a short vector: its squares accumulated in index order by fused multiply-adds."""
+    total = 0.0
+    for x in v:
+        total = _fma(float(x), float(x), total)
+    return math.sqrt(total)
+
+
+def _current_obs(env) -> np.ndarray:
+    """Meta-World's 18-d current observation with the gripper opening (entry 3) computed by :func:`length`."""
+    obs = type(env)._get_curr_obs_combined_no_goal(env)
+    apart = env.data.body("rightclaw").xpos - env.data.body("leftclaw").xpos
+    obs[3] = min(max(length(apart) / 0.1, 0.0), 1.0)  # Meta-World's normalisation and clip
+    return obs
 
 
 @functools.cache
@@ -84,6 +119,7 @@ class TaskEnv:
     def __init__(self, task: str):
         self.task = task
         self.env = _benchmark(task).train_classes[task]()
+        self.env._get_curr_obs_combined_no_goal = functools.partial(_current_obs, self.env)
         self._states = initial_states(task)
         self._hand, self._radius = _SUCCESS[task]
         self.env.set_task(self._states[0])
@@ -97,7 +133,7 @@ class TaskEnv:
 
     def success(self, obs: np.ndarray) -> bool:
         point = self.env.tcp_center if self._hand else obs[4:7]
-        return bool(np.linalg.norm(point - self.env._target_pos) <= self._radius)
+        return bool(length(point - self.env._target_pos) <= self._radius)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, bool]:
         """``SawyerXYZEnv.step`` without the shaped reward: returns ``(obs, success)``."""

@@ -23,10 +23,12 @@ depend on how it is vectorised. On top of them:
 - :func:`mlp`: a stack of such layers and activations; :func:`init_`: a module in float64 with
   torch's default initialisation of its layers, drawn by NumPy.
 
-``tests/test_vla.py`` trains and evaluates a run under other torch kernels (``ATEN_CPU_CAPABILITY``)
-and another MKL code path (``MKL_CBWR``) and checks every bit of the result. What this cannot
-cover: the simulator (MuJoCo, compiled once per wheel, no run-time dispatch) and the NumPy code
-around it (elementwise, or sums in NumPy's fixed pairwise order) are trusted, not re-derived.
+``tests/test_vla.py`` trains and evaluates a run under other torch kernels (``ATEN_CPU_CAPABILITY``),
+another MKL code path (``MKL_CBWR``), OpenBLAS's generic kernels and NumPy's baseline loops, and
+checks every bit of the result. The simulator's side is :mod:`wmrl.vla.envs`' (no BLAS in an
+observation). What stays CPU-dependent: MuJoCo calls glibc's ``sin``, ``cos``, ``exp``, ``pow``,
+``atan2``, whose implementation glibc picks by the CPU, one for every CPU with AVX2 and FMA and
+another without; so a run's bits hold on every x86-64 CPU with AVX2 and FMA (docs/reproducibility.md).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ policy sees some recovery states. A rollout's log-probability is the sum over it
 GRPO, with actions in place of tokens).
 
 The policy computes in float64 with :mod:`wmrl.vla.exact`'s operations, so a run gives the same
-bits, and the same episodes, on every CPU (why that takes more than float64: that module).
+bits on every CPU, and the same episodes on every x86-64 CPU with AVX2 and FMA (why that takes more
+than float64: that module).
 """
 
 from __future__ import annotations
