@@ -432,3 +432,48 @@ def test_two_processes_on_gloo_train_llm_smoke_to_the_end_write_once_bill_both_a
     evals = pd.read_parquet(out / "eval.parquet")
     assert sorted(evals[evals.step == cfg.train.steps].task) == sorted(t.name for t in heldout)
     assert (evals.ok_rate > 0).any() and summary["eval_actual_s"] > 0
+
+
+_SERVER_MODE = textwrap.dedent('''
+    """Two processes ask TRL's own VLLMGeneration (server mode, a fake vLLM client) through VLLMGenerator."""
+    import json, sys
+    from accelerate import PartialState
+    import trl.generation.vllm_generation as vg
+    from wmrl.trainer.llm.generate import VLLMGenerator
+
+    state = PartialState(cpu=True)  # gloo, as the trainer under torchrun on CPU
+
+    class Client:  # the server's reply: each prompt's tokens plus 100, in the order asked
+        asked = []
+        def generate(self, prompts, features=None, **params):
+            Client.asked.append(len(prompts))
+            return {"prompt_ids": prompts, "completion_ids": [[t + 100 for t in p] for p in prompts], "logprobs": None}
+
+    engine = object.__new__(vg.VLLMGeneration)
+    engine.__dict__.update(mode="server", vllm_client=Client(), accelerator=state, temperature=1.0, top_p=1.0,
+                           top_k=0, min_p=None, repetition_penalty=1.0, max_completion_length=64, logprobs=0,
+                           generation_kwargs={}, structured_outputs_regex=None, enable_sleep_mode=False)
+    args = type("Args", (), {"vllm_importance_sampling_correction": False})()
+    gen = VLLMGenerator(type("Trainer", (), {"vllm_generation": engine, "args": args})())
+    turns = {0: [[[1, 2], [3], [4, 5, 6]], [[8]], []], 1: [[[7]], [], []]}[state.process_index]
+    out = [gen.generate(contexts, 5, seed=0)[0] for contexts in turns]
+    with open(f"{sys.argv[1]}/{state.process_index}.json", "w") as f:
+        json.dump({"out": out, "asked": Client.asked}, f)
+''')
+
+
+def test_processes_with_unequal_rows_each_get_their_own_completions_from_trls_vllm_server_mode(tmp_path):
+    """TRL's server mode hands process i the rows i * len(prompts) onwards of the gathered batch; a rollout's
+    processes hold unequal numbers of rows (3 and 1, then 1 and 0, then none), and each must still get the
+    completions of its own prompts, in its order (torchrun, two processes on gloo, TRL's own generate)."""
+    script = tmp_path / "server_mode.py"
+    script.write_text(_SERVER_MODE)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", str(script), str(tmp_path)],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = {r: json.loads((tmp_path / f"{r}.json").read_text()) for r in (0, 1)}
+    assert got[0]["out"] == [[[101, 102], [103], [104, 105, 106]], [[108]], []]
+    assert got[1]["out"] == [[[107]], [], []]
+    assert got[0]["asked"] == [6, 2]  # both processes' rows, padded alike; the empty last turn asks nothing

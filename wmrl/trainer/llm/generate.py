@@ -115,7 +115,7 @@ class VLLMGenerator:
     which bounds the whole multi-turn completion); each call here lowers that to the turn's
     ``max_new_tokens`` for its duration, so a turn never runs past the per-turn budget. In server
     mode every process must call in step: the rollout calls once per turn on every process, with
-    an empty list when it has nothing left.
+    an empty list when it has nothing left, and each sends as many prompts (:meth:`_rows_in_step`).
     """
 
     def __init__(self, trainer):
@@ -132,29 +132,54 @@ class VLLMGenerator:
 
     def generate(self, contexts, max_new_tokens, seed):
         engine = self.engine
-        if not contexts and engine.mode == "colocate" and getattr(engine, "tensor_parallel_size", 1) == 1:
-            return [], []  # nothing to sample, and no other process waits on this one
-        if engine.mode == "server":
-            from accelerate.utils import gather_object
-
-            if sum(gather_object([len(contexts)])) == 0:  # every process calls here, in step
-                return [], []  # no process has a row left: the server is not asked for nothing
+        contexts = [list(c) for c in contexts]
+        rows, filler = self._rows_in_step(contexts)
+        if rows == 0:
+            return [], []  # nothing to sample anywhere: the engine is not asked for nothing
+        padded = contexts + [filler] * (rows - len(contexts))
         budget = engine.max_completion_length
         engine.max_completion_length = int(max_new_tokens)
         try:
-            _, completions, logprobs, token_ids = engine.generate(prompts=[list(c) for c in contexts], images=None,
-                                                                  num_generations=1)
+            _, completions, logprobs, token_ids = engine.generate(prompts=padded, images=None, num_generations=1)
         finally:
             engine.max_completion_length = budget
-        completions = [list(c) for c in completions]
+        n = len(contexts)  # the filler rows' samples are dropped
+        completions = [list(c) for c in completions[:n]]
         self.tokens_out += sum(len(c) for c in completions)
         if logprobs is None:
             if self.need_logprobs and completions:
                 raise RuntimeError("vLLM returned no log-probs, which TRL's vllm_importance_sampling_correction needs; "
                                    "keep the engine's logprobs=0 (TRL's default)")
             return completions, None
+        token_ids = token_ids[:n] if token_ids is not None else [None] * n
         return completions, [_sampled_logprobs(ids, lps, tids)
-                             for ids, lps, tids in zip(completions, logprobs, token_ids or [None] * len(completions))]
+                             for ids, lps, tids in zip(completions, logprobs[:n], token_ids)]
+
+    def _rows_in_step(self, contexts: list[list[int]]) -> tuple[int, list[int]]:
+        """How many prompts this process sends, and the filler prompt that makes up the difference.
+
+        TRL's server mode gathers every process's prompts, samples them in one call and hands process
+        ``i`` the rows ``i * len(prompts)`` onwards; colocated tensor parallelism slices each rank's share
+        the same way. Both assume every process sends as many prompts, which a multi-turn rollout does not
+        (a process whose trajectories ended early has fewer rows): so each process sends the largest
+        count, its own prompts then copies of a one-token filler, whose samples it drops.
+        """
+        engine = self.engine
+        mine = (len(contexts), contexts[0][:1] if contexts else None)
+        if engine.mode == "server":
+            from accelerate.utils import gather_object
+
+            peers = gather_object([mine])  # every process calls here, in step
+        elif getattr(engine, "tensor_parallel_size", 1) > 1:
+            import torch.distributed as dist
+
+            peers = [None] * engine.tensor_parallel_size
+            dist.all_gather_object(peers, mine, group=engine.tp_group)
+        else:
+            peers = [mine]  # colocated, one rank per engine: this process's rows alone
+        rows = max(count for count, _ in peers)
+        filler = next((first for _, first in peers if first), [0])
+        return rows, filler
 
 
 def _sampled_logprobs(ids: list[int], logprobs: list[list], token_ids: list[list[int]] | None) -> list[float | None]:
