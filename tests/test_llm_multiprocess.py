@@ -477,3 +477,53 @@ def test_processes_with_unequal_rows_each_get_their_own_completions_from_trls_vl
     assert got[0]["out"] == [[[101, 102], [103], [104, 105, 106]], [[108]], []]
     assert got[1]["out"] == [[[107]], [], []]
     assert got[0]["asked"] == [6, 2]  # both processes' rows, padded alike; the empty last turn asks nothing
+
+
+_EVAL_IN_STEP = textwrap.dedent('''
+    """Two processes evaluate a policy whose every forward pass is a collective, as FSDP's are; one holds no row."""
+    import json, sys
+    import torch, torch.distributed as dist
+    from accelerate import PartialState
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from wmrl.ledger import ComputeLedger
+    from wmrl.presets import run_config
+    from wmrl.tasks import get_pool
+    from wmrl.trainer.components import make_sandbox
+    from wmrl.trainer.llm.train import evaluate
+    from wmrl.trainer.rollout import Scorer
+
+    state = PartialState(cpu=True)  # gloo, as the trainer under torchrun on CPU
+    model, tok = AutoModelForCausalLM.from_pretrained(sys.argv[1]), AutoTokenizer.from_pretrained(sys.argv[1])
+    tok.padding_side = "left"
+    forwards = []
+
+    def gather_shards(module, args):  # what FSDP does before each forward pass: a collective of every process
+        forwards.append(1)
+        dist.all_reduce(torch.zeros(1))
+
+    model.register_forward_pre_hook(gather_shards)
+    cfg = run_config("untrained", "llm-smoke", agent="llm",
+                     overrides={"eval.samples": 1, "llm.max_new_tokens": 6, "train.max_turns": 2})
+    scorer = Scorer(make_sandbox(cfg.sandbox), None, ComputeLedger(), None, 1)
+    rows = evaluate(model, tok, [get_pool().heldout[0]], cfg, scorer, step=0)
+    with open(f"{sys.argv[2]}/{state.process_index}.json", "w") as f:
+        json.dump({"rows": rows, "forwards": len(forwards)}, f)
+''')
+
+
+def test_an_evaluation_with_unequal_rows_per_process_finishes_when_every_forward_pass_is_a_collective(
+        pool, tiny_model, tmp_path):
+    """Under FSDP each forward pass of the policy gathers its shards from every process, so the processes must
+    make the same forward passes. One held-out row over two processes leaves process 1 none: it still samples in
+    step (a filler batch, generate's synced_gpus), and both finish with the same rows (torchrun, gloo)."""
+    script = tmp_path / "eval_in_step.py"
+    script.write_text(_EVAL_IN_STEP)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", str(script), str(tiny_model),
+                           str(tmp_path)], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(repo)}, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = [json.loads((tmp_path / f"{r}.json").read_text()) for r in (0, 1)]
+    assert got[0]["rows"] == got[1]["rows"] and len(got[0]["rows"]) == 1
+    assert got[0]["forwards"] == got[1]["forwards"] > 0

@@ -41,41 +41,60 @@ class Generator(Protocol):
 
 
 class TransformersGenerator:
-    """Batched sampling from a causal LM (left-padded batches of ``batch_size``)."""
+    """Batched sampling from a causal LM (left-padded batches of ``batch_size``).
+
+    ``synced``: the processes sample in step, for a policy whose forward passes are collectives (FSDP
+    gathers each layer's shards from every process): each call makes as many ``generate`` calls on
+    every process (one that has fewer batches samples a one-token filler and drops it), each running
+    until every process's rows have ended (``synced_gpus``), and no conversation is prefilled apart.
+    """
 
     def __init__(self, model, tokenizer, temperature: float = TrainConfig.temperature, top_p: float = 1.0,
-                 batch_size: int = 8):
+                 batch_size: int = 8, synced: bool = False):
         self.model, self.tokenizer = model, tokenizer
         self.temperature, self.top_p, self.batch_size = float(temperature), float(top_p), int(batch_size)
+        self.synced = bool(synced)
         eos = tokenizer.eos_token_id
         self.stop_ids = set(eos if isinstance(eos, list) else [eos])
         self.tokens_out = 0  # generated tokens, for the benchmark's tokens per second
 
     def generate(self, contexts, max_new_tokens, seed):
         """One sample per context; each batch's sampling is seeded by ``seed`` plus its first row's index."""
+        out: list[list[int] | None] = [None] * len(contexts)
+        batches = self._plan(contexts)
+        if self.synced:
+            from accelerate.utils import gather_object
+
+            filler = ([], [[min(self.stop_ids)]], False)
+            batches += [filler] * (max(gather_object([len(batches)])) - len(batches))
+        for rows, part, shared in batches:
+            sampled = self._batch(part, max_new_tokens, seed + min(rows, default=0), shared=shared)
+            for i, ids in zip(rows, sampled):
+                out[i] = ids
+        self.tokens_out += sum(len(c) for c in out)
+        return out, None
+
+    def _plan(self, contexts) -> list[tuple[list[int], list[list[int]], bool]]:
+        """The batches of a call: ``(rows, their contexts, shared)``; rows that are one conversation share a
+        prefill of it (unless synced), the rest go in batches of similar length."""
         same: dict[tuple, list[int]] = {}
         for i, c in enumerate(contexts):
             same.setdefault(tuple(c), []).append(i)
-        out: list[list[int] | None] = [None] * len(contexts)
-        alone = []
+        plan, alone = [], []
         for context, rows in same.items():
-            if len(rows) < 2 or len(context) < 2:
+            if len(rows) < 2 or len(context) < 2 or self.synced:
                 alone += rows
                 continue
             for start in range(0, len(rows), self.batch_size):  # one prefill of the shared conversation a batch
                 part = rows[start:start + self.batch_size]
-                for i, ids in zip(part, self._batch([list(context)] * len(part), max_new_tokens, seed + part[0],
-                                                    shared=True)):
-                    out[i] = ids
-        # The rest in batches of similar length: a batch is padded to its longest context, and one long prompt
-        # (a task with many columns) would otherwise make every row of its batch pay for its length.
+                plan.append((part, [list(context)] * len(part), True))
+        # A batch is padded to its longest context, and one long prompt (a task with many columns) would otherwise
+        # make every row of its batch pay for its length.
         alone.sort(key=lambda i: (len(contexts[i]), i))
         for start in range(0, len(alone), self.batch_size):
             part = alone[start:start + self.batch_size]
-            for i, ids in zip(part, self._batch([list(contexts[i]) for i in part], max_new_tokens, seed + min(part))):
-                out[i] = ids
-        self.tokens_out += sum(len(c) for c in out)
-        return out, None
+            plan.append((part, [list(contexts[i]) for i in part], False))
+        return plan
 
     def _batch(self, contexts: list[list[int]], max_new_tokens: int, seed: int, shared: bool = False) -> list[list[int]]:
         """Sample one continuation per context; ``shared``: the contexts are one conversation, prefilled once."""
@@ -98,7 +117,8 @@ class TransformersGenerator:
                 sampled = self.model.generate(
                     input_ids=ids, attention_mask=mask, past_key_values=cache,
                     max_new_tokens=max_new_tokens, do_sample=self.temperature > 0, temperature=self.temperature or None,
-                    top_p=self.top_p, top_k=0, pad_token_id=pad, eos_token_id=sorted(self.stop_ids))
+                    top_p=self.top_p, top_k=0, pad_token_id=pad, eos_token_id=sorted(self.stop_ids),
+                    synced_gpus=self.synced)
         finally:
             self.model.train(was_training)
         rows = []

@@ -48,8 +48,8 @@ from wmrl.trainer.llm.grpo import STATE_FILE, RunLog, WMRLCallback, WMRLReward, 
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
 
-__all__ = ["COLLECTIVE_MARGIN_S", "GENERATION_BATCH", "collective_timeout_s", "evaluate", "initial_model",
-           "prompt_schedule", "rollout_settings", "train", "trainer_args"]
+__all__ = ["COLLECTIVE_MARGIN_S", "GENERATION_BATCH", "collective_timeout_s", "eval_generator", "evaluate",
+           "initial_model", "prompt_schedule", "rollout_settings", "train", "trainer_args"]
 
 #: Rows sampled together by the in-process generator (its KV cache is small next to the update's logits).
 GENERATION_BATCH = 8
@@ -88,12 +88,14 @@ def initial_model(cfg: RunConfig, pool, progress: bool = False, build: bool = Tr
                       build=build)
 
 
-def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int) -> list[dict]:
+def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int, generator=None) -> list[dict]:
     """avg@k held-out leaderboard percentile per task, with real execution and real feedback.
 
     Under several processes each rolls out a contiguous share of the ``tasks x eval.samples`` rows
     (its own seed, so the draws differ from a one-process run's), and every process gets every row
-    back (a collective: all processes call this together)."""
+    back (a collective: all processes call this together). Every process rolls out, its share empty or
+    not, so each turn calls ``generator`` on all of them alike (vLLM's server mode and a sharded policy
+    need that); the default samples ``model`` in-process, in step across processes."""
     from accelerate import PartialState
     from accelerate.utils import gather_object
 
@@ -103,14 +105,13 @@ def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int)
     share = -(-len(rows_tasks) // state.num_processes)
     mine = rows_tasks[state.process_index * share:(state.process_index + 1) * share]
     n = len(mine)
-    scored = []
-    if n:
-        gen = TransformersGenerator(model, tokenizer, cfg.train.temperature, batch_size=GENERATION_BATCH)
-        seed = cfg.seed * 1_000_003 + 999_983 + step + 7_919_011 * state.process_index  # never a training seed
-        trajs = rollout(gen, tokenizer, mine, np.ones(n, bool), np.zeros(n, bool), scorer, rollout_settings(cfg),
-                        seed=seed)
-        scored = [(t.percentile, t.real_reward, any(x.real is not None and x.real.status == "ok" for x in t.turns))
-                  for t in trajs]
+    gen = generator or TransformersGenerator(model, tokenizer, cfg.train.temperature, batch_size=GENERATION_BATCH,
+                                             synced=state.num_processes > 1)
+    seed = cfg.seed * 1_000_003 + 999_983 + step + 7_919_011 * state.process_index  # never a training seed
+    trajs = rollout(gen, tokenizer, mine, np.ones(n, bool), np.zeros(n, bool), scorer, rollout_settings(cfg),
+                    seed=seed)
+    scored = [(t.percentile, t.real_reward, any(x.real is not None and x.real.status == "ok" for x in t.turns))
+              for t in trajs]
     scored = gather_object(scored) if state.num_processes > 1 else scored
     out = []
     for i, task in enumerate(tasks):
@@ -119,6 +120,21 @@ def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int)
                     "percentile": float(np.mean([g[0] for g in grp])), "reward": float(np.mean([g[1] for g in grp])),
                     "ok_rate": float(np.mean([g[2] for g in grp]))})
     return out
+
+
+def eval_generator(cfg: RunConfig, trainer):
+    """What a held-out evaluation during training samples with: the training's own engine. With vLLM, its
+    weights synced to the policy first when an optimiser step has changed it since (TRL syncs before each
+    generation batch, so they would lag one step); in-process, the policy sampled in step across processes
+    (under FSDP every forward pass is a collective)."""
+    if cfg.llm.generation == "vllm":
+        if trainer.state.global_step != trainer._last_loaded_step:  # TRL's own test before its sync
+            trainer.vllm_generation.sync_weights()
+            trainer._last_loaded_step = trainer.state.global_step
+        return VLLMGenerator(trainer)
+    return TransformersGenerator(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
+                                 cfg.train.temperature, batch_size=GENERATION_BATCH,
+                                 synced=trainer.accelerator.num_processes > 1)
 
 
 def prompt_schedule(names: list[str], n_rows: int, seed: int) -> list[str]:
@@ -313,7 +329,8 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
         if not any(r["step"] == t.steps for r in log.evals):
             t0 = clock.wall()
-            log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps)
+            log.evals += evaluate(trainer.model, trainer.processing_class, eval_tasks, cfg, eval_scorer, t.steps,
+                                  eval_generator(cfg, trainer))
             log.eval_ledger.end_step()
             log.wall_s += clock.wall() - t0
         return _write(out, cfg, preset, log, step, extra)
@@ -361,7 +378,7 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     reward = WMRLReward(step, roll, log, lambda: holder[0]())
 
     def run_eval(model, at_step):
-        return evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, at_step)
+        return evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, at_step, eval_generator(cfg, holder[0]()))
 
     callback = WMRLCallback(step, log, run_eval, cfg.eval.every, cfg.train.steps, wm, config=cfg.identity())
     args = trainer_args(cfg, out, n_groups, PartialState().num_processes, timeout_s)
