@@ -124,3 +124,47 @@ def test_the_paper_preset_uses_one_per_token_normalisation_for_policy_kl_and_ent
     args = trainer_args(cfg, tmp_path, cfg.train.groups_per_step)
     assert args.loss_type == "dapo" and (args.beta, args.entropy_coef) == (0.04, 0.002)
     assert args.scale_rewards == "none"  # rows keep their weights: IVD's G w_g passes through
+
+
+def _trl_importance_weights(mode: str, cap: float, per_token_log_gap: np.ndarray) -> np.ndarray:
+    """TRL 1.16's vLLM importance-sampling weights of one row's tokens (GRPOTrainer's own rule, by hand):
+    sequence modes take exp of the row's summed log-gap, token modes each token's; truncate cuts at the cap,
+    mask zeroes what lies outside [0, cap]."""
+    ratio = np.exp(per_token_log_gap.sum(keepdims=True) if mode.startswith("sequence") else per_token_log_gap)
+    ratio = np.minimum(ratio, cap) if mode.endswith("truncate") else np.where(ratio > cap, 0.0, ratio)
+    return np.broadcast_to(ratio, per_token_log_gap.shape)
+
+
+def test_with_vllm_a_long_multi_turn_row_keeps_its_gradient_under_the_importance_sampling_trl_is_given(tmp_path):
+    """A multi-turn row of the paper's length carries thousands of model tokens; a small per-token gap between the
+    sampler's and the policy's log-probs sums, over the row, to a sequence ratio far outside TRL's [0, 3], so its
+    default (sequence_mask) would zero most rows. The configured mode weighs each token within (0, cap]."""
+    from wmrl.presets import run_config
+    from wmrl.trainer.llm.train import trainer_args
+
+    cfg = run_config("wmrl", "llm-paper", agent="llm")
+    args = trainer_args(cfg, tmp_path, cfg.train.groups_per_step)
+    mode, cap = args.vllm_importance_sampling_mode, args.vllm_importance_sampling_clip_max
+    assert (mode, cap) == (cfg.llm.importance_sampling, cfg.llm.importance_sampling_cap) == ("token_truncate", 3.0)
+    rng = np.random.default_rng(0)
+    rows = [rng.normal(0.0, 0.05, 4 * 4096) for _ in range(64)]  # 4 turns of 4,096 model tokens each
+    zeroed = {m: np.mean([not _trl_importance_weights(m, cap, r).any() for r in rows])
+              for m in ("sequence_mask", mode)}
+    assert zeroed["sequence_mask"] > 0.5 and zeroed[mode] == 0.0
+    kept = np.concatenate([_trl_importance_weights(mode, cap, r) for r in rows])
+    assert (kept > 0).all() and kept.max() <= cap
+
+
+def test_trls_importance_sampling_metrics_join_the_steps_row():
+    from wmrl.trainer.llm.grpo import RunLog, WMRLCallback
+
+    log = RunLog()
+    log.steps.append({"step": 1})
+    callback = WMRLCallback(None, log, None, eval_every=1, total_steps=2)
+    callback.on_log(None, None, None, logs={"loss": 0.5, "sampling/importance_sampling_ratio/min": 0.2,
+                                            "sampling/importance_sampling_ratio/mean": 0.98,
+                                            "sampling/importance_sampling_ratio/max": 3.0,
+                                            "sampling/sampling_logp_difference/mean": 0.01,
+                                            "sampling/sampling_logp_difference/max": 0.7})
+    assert log.steps[-1] == {"step": 1, "loss": 0.5, "is_ratio_min": 0.2, "is_ratio_mean": 0.98, "is_ratio_max": 3.0,
+                             "sampler_logp_gap_mean": 0.01, "sampler_logp_gap_max": 0.7}

@@ -157,6 +157,15 @@ class LLMConfig:
     #: rollout engine: the policy in this process (``transformers``) or TRL's ``vllm`` (GPU)
     generation: Literal["transformers", "vllm"] = "transformers"
     vllm_mode: Literal["colocate", "server"] = "colocate"
+    #: with vLLM, TRL's correction of the gap between the sampler's and the policy's token probabilities
+    #: (``vllm_importance_sampling_mode``): ``token_truncate`` weighs each model token by its own ratio,
+    #: cut at ``importance_sampling_cap``. TRL's default, ``sequence_mask``, zeroes a whole row whose
+    #: product of ratios leaves [0, cap]; over a multi-turn row of thousands of model tokens that product
+    #: is the exponential of a sum of thousands of small log-ratio gaps, far from 1, so most rows, and
+    #: their anchors' gradient, would be dropped. No effect without vLLM (the sampler is the policy).
+    importance_sampling: Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"] = \
+        "token_truncate"
+    importance_sampling_cap: float = 3.0  # TRL's default cap C_max
     #: the chat template's ``enable_thinking`` (Qwen3's switch; templates without one ignore it):
     #: True lets a reasoning model think in a ``<think>`` block before its answer, within the
     #: turn's ``max_new_tokens``; False renders an empty block in the generation prompt

@@ -264,11 +264,14 @@ class WMRLCallback(TrainerCallback):
             self.log.wall_s += clock.wall() - t0
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        """TRL's own metrics of the step (loss, KL, entropy, ...) join the step's row."""
+        """TRL's own metrics of the step (loss, KL, entropy, ...) join the step's row; with vLLM, so do its
+        importance-sampling ratios and the sampler's log-prob gap, which say how far the correction reaches."""
         if not logs or not self.log.steps or "loss" not in logs:
             return
         keep = {"loss": "loss", "kl": "kl", "entropy": "entropy", "grad_norm": "grad_norm",
-                "learning_rate": "lr", "completions/mean_length": "mean_length"}
+                "learning_rate": "lr", "completions/mean_length": "mean_length",
+                **{f"sampling/importance_sampling_ratio/{s}": f"is_ratio_{s}" for s in ("min", "mean", "max")},
+                **{f"sampling/sampling_logp_difference/{s}": f"sampler_logp_gap_{s}" for s in ("mean", "max")}}
         self.log.steps[-1].update({new: float(logs[old]) for old, new in keep.items() if old in logs})
 
     def on_save(self, args, state, control, **kwargs):

@@ -239,6 +239,8 @@ def trainer_args(cfg: RunConfig, out: Path, n_groups: int, num_processes: int | 
         save_total_limit=1, disable_tqdm=True, shuffle_dataset=False,  # the order is prompt_schedule's
         activation_checkpointing=llm.gradient_checkpointing, ddp_timeout=math.ceil(timeout_s),
         use_vllm=llm.generation == "vllm", vllm_mode=llm.vllm_mode,
+        vllm_importance_sampling_mode=llm.importance_sampling,
+        vllm_importance_sampling_clip_max=llm.importance_sampling_cap,
     )
     if args.generation_batch_size != rows:
         raise RuntimeError(f"TRL's generation batch is {args.generation_batch_size} rows on its {args.world_size} "
