@@ -116,3 +116,23 @@ def test_the_components_hand_the_world_model_the_sandboxs_facts(monkeypatch):
     sandbox = components.make_sandbox(SandboxConfig(timeout_s=33.0, memory_mb=4096))
     wm = components.make_world_model(WorldModelConfig(kind="llm"), sandbox, seed=0, agent_model="unused")
     assert wm.sandbox == sandbox.facts and wm.time_limit_s == 33.0
+
+
+CUDA_IMAGE = SandboxFacts("docker", 1200.0, 6000.0, 40960, 8.0, 1, False, (),
+                          (("lightgbm", "4.6.0"), ("python", "3.12.3"), ("torch", "2.11.0"), ("xgboost", "3.1.2")))
+
+
+def test_both_prompts_name_the_libraries_of_the_interpreter_that_runs_the_code_not_this_machines():
+    """A Docker image has its own interpreter (the paper's CUDA image: its own torch, LightGBM and XGBoost): the
+    prompts name its versions, which the sandbox's facts carry."""
+    agent = task_messages(StubTask(), "script", CUDA_IMAGE)[1]["content"]
+    assert "lightgbm 4.6.0" in agent and "xgboost 3.1.2" in agent and "torch 2.11.0" in agent and "3.12" in agent
+    wm = system_prompt(StubTask(), sandbox=CUDA_IMAGE)
+    assert "lightgbm==4.6.0" in wm and "xgboost==3.1.2" in wm and "Python 3.12.3" in wm
+
+
+def test_a_local_sandbox_states_this_interpreters_libraries():
+    from wmrl.sandbox import Sandbox, library_versions
+
+    assert Sandbox("local").facts.library_versions() == library_versions()
+    assert LAPTOP.library_versions() == library_versions()  # facts that do not say: this interpreter's

@@ -84,3 +84,15 @@ def test_a_gpu_sandbox_sees_its_gpu(toy, tmp_path):
            "print(torch.ones(2, device='cuda').sum().item())\n" + toy_solution()
     result = sandbox.run(toy, code)
     assert result.status == "ok" and result.stdout_tail.strip() == "2.0", result
+
+
+@pytest.mark.docker
+def test_a_docker_sandbox_states_the_libraries_its_images_interpreter_reports(tmp_path):
+    """The prompts' library versions are asked of the interpreter inside the image (the offline image runs this
+    machine's, read-only, so it reports this interpreter's versions; a CUDA image reports its own)."""
+    from wmrl.sandbox import library_versions
+
+    if (reason := docker_available()) is not None:
+        pytest.skip(f"docker: {reason}")
+    facts = Sandbox("docker", base_dir=tmp_path).facts
+    assert facts.library_versions() == library_versions() and dict(facts.libraries)["python"]

@@ -25,6 +25,7 @@ per CPU of its quota.
 """
 from __future__ import annotations
 
+import json
 import marshal
 import os
 import sys
@@ -42,7 +43,10 @@ __all__ = ["CONTAINER_CPU_ACCOUNT", "DEFAULT_IMAGE", "LABEL", "SOLUTION_NICE", "
 DEFAULT_IMAGE = "wmrl-sandbox:offline"
 LABEL = "wmrl.sandbox.run"  # on every run's container (value: its run folder), so a leftover one can be found
 # Paths inside the container, under one folder so that they never shadow a mounted host path.
-_IN = {"work": "/wmrl/work", "data": "/wmrl/data", "meta": "/wmrl/meta", "runtime": "/wmrl/run_solution.py"}
+_IN = {"work": "/wmrl/work", "data": "/wmrl/data", "meta": "/wmrl/meta", "runtime": "/wmrl/run_solution.py",
+       "versions": "/wmrl/versions.py"}
+_VERSIONS = RUNTIME.with_name("versions.py")  # package data, beside the supervisor
+_IMAGE_VERSIONS: dict[str, dict[str, str]] = {}  # image id -> the versions its interpreter reported
 # The solution's niceness inside its container. The supervisor shares the container's CPU quota
 # (``nano_cpus``) with it; at equal weight a fork bomb's hundred processes can starve the supervisor
 # of the CPU it needs to notice the budget and kill them, and the solution then runs several times
@@ -168,6 +172,23 @@ class DockerBackend:
         if self.host_python:
             volumes.update({p: {"bind": p, "mode": "ro"} for p in interpreter_paths()})
         return volumes
+
+    def library_versions(self) -> dict[str, str]:
+        """Python and library versions of the interpreter that runs solutions in this image, asked of that
+        interpreter itself (once per image): a CUDA image's own torch, LightGBM and XGBoost, not the host's."""
+        image_id = self.client.images.get(self.image).id
+        if image_id not in _IMAGE_VERSIONS:
+            mounts = {str(_VERSIONS): {"bind": _IN["versions"], "mode": "ro"}}
+            if self.host_python:
+                mounts.update({p: {"bind": p, "mode": "ro"} for p in interpreter_paths()})
+            out = self.client.containers.run(self.image, [self.python, "-I", _IN["versions"]], network_mode="none",
+                                             read_only=True, volumes=mounts, remove=True, stderr=True)
+            try:
+                _IMAGE_VERSIONS[image_id] = json.loads(out)
+            except ValueError as exc:
+                raise SandboxError(f"the interpreter of image {self.image!r} did not report its libraries: "
+                                   f"{out[-400:]!r}") from exc
+        return dict(_IMAGE_VERSIONS[image_id])
 
     def execute(self, task, code: str, devices: tuple[str, ...] = ()) -> tuple[RunDir, dict | None, bool, float]:
         # The view's checks refuse a task no mount could keep apart from its answers; its covers

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from wmrl.config import SandboxConfig
@@ -23,25 +22,12 @@ from wmrl.record import active, content_key
 from .gpus import GpuPool, parse_devices, ray_assigned
 from .local import Limits, LocalBackend, RunDir
 from .result import ExecutionResult, classify, timeout_limit
+from .runtime.versions import LIBRARIES, library_versions
 from .view import SandboxError
 from .warm import PRELOAD
 
 __all__ = ["LIBRARIES", "Sandbox", "SandboxFacts", "library_versions"]
 
-# What a solution may import; the world model's system prompt quotes these versions.
-LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "scikit-image", "statsmodels", "pillow", "torch",
-             "lightgbm", "xgboost", "matplotlib")
-
-
-def library_versions() -> dict[str, str]:
-    """Python and library versions the sandbox's interpreter offers (installed ones only)."""
-    versions = {"python": sys.version.split()[0]}
-    for name in LIBRARIES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
 
 
 @dataclass(frozen=True)
@@ -51,7 +37,9 @@ class SandboxFacts:
     ``cpu_budget_s``: CPU seconds of the script's whole process tree (children and threads
     together) before it is a timeout; ``wall_timeout_s``: the wall-clock backstop for scripts
     that sleep or block; ``warm_start``: scripts start in an interpreter that has already
-    imported ``preloaded`` (their import time is then neither spent nor counted).
+    imported ``preloaded`` (their import time is then neither spent nor counted); ``libraries``:
+    the Python and library versions of the interpreter that runs the scripts, as ``(name, version)``
+    pairs (a Docker image's own, not this machine's).
     """
 
     backend: str
@@ -62,6 +50,11 @@ class SandboxFacts:
     gpus: int
     warm_start: bool
     preloaded: tuple[str, ...]
+    libraries: tuple[tuple[str, str], ...] = ()
+
+    def library_versions(self) -> dict[str, str]:
+        """The versions a prompt names: ``libraries``, or this interpreter's for facts that do not say."""
+        return dict(self.libraries) if self.libraries else library_versions()
 
 
 class Sandbox:
@@ -131,8 +124,18 @@ class Sandbox:
     @property
     def facts(self) -> SandboxFacts:
         warm = self.backend == "local" and self.impl.warm
+        libraries = library_versions() if self.backend == "local" else self._image_libraries()
         return SandboxFacts(self.backend, self.limits.timeout_s, self.limits.wall_timeout_s, self.limits.memory_mb,
-                            self.limits.cpus, self.limits.gpus, warm, PRELOAD if warm else ())
+                            self.limits.cpus, self.limits.gpus, warm, PRELOAD if warm else (),
+                            tuple(sorted(libraries.items())))
+
+    def _image_libraries(self) -> dict[str, str]:
+        """The Docker image's own versions, or none where no engine or image is there to ask (then nothing can
+        run either, and a prompt built meanwhile names this interpreter's)."""
+        try:
+            return self.impl.library_versions()
+        except SandboxError:
+            return {}
 
     def run(self, task, code: str) -> ExecutionResult:
         """Execute ``code`` for ``task``; under an active execution record (:mod:`wmrl.record`) the result is

@@ -78,7 +78,9 @@ class LLMWorldModel:
         self.warm_start, self.sandbox = bool(warm_start), sandbox
         if sandbox is not None:
             self.time_limit_s, self.warm_start = float(sandbox.cpu_budget_s), bool(sandbox.warm_start)
-        self.library_versions = sandbox_library_versions() if library_versions is None else dict(library_versions)
+        if library_versions is None:
+            library_versions = sandbox.library_versions() if sandbox is not None else sandbox_library_versions()
+        self.library_versions = dict(library_versions)
         self.min_fail_confidence, self.guided = float(min_fail_confidence), guided
         if not 0.0 <= max_defaulted_share <= 1.0:
             raise ValueError(f"max_defaulted_share must be in [0, 1], got {max_defaulted_share}")

@@ -152,7 +152,10 @@ def system_prompt(task, library_versions: dict[str, str] | None = None, time_lim
         time_limit_s, warm_start = sandbox.cpu_budget_s, sandbox.warm_start
     warm = (f"\nScripts start warm: {', '.join(WARM_PRELOADED)} are already imported, so importing them "
             "takes no time.") if warm_start else ""
-    versions = sandbox_library_versions() if library_versions is None else library_versions
+    if library_versions is not None:
+        versions = library_versions
+    else:
+        versions = sandbox.library_versions() if sandbox is not None else sandbox_library_versions()
     description = " ".join(str(task.description).split())
     if len(description) > max_description_chars:
         description = description[:max_description_chars] + " ..."
@@ -160,7 +163,7 @@ def system_prompt(task, library_versions: dict[str, str] | None = None, time_lim
         name=task.name, category=task.category, metric=task.metric,
         direction="higher is better" if task.higher_is_better else "lower is better",
         n_rows=task.n_rows, description=description, inventory=_inventory(task),
-        python=platform.python_version(), limits=sandbox_limits(time_limit_s, sandbox), warm=warm,
+        python=versions.get("python", platform.python_version()), limits=sandbox_limits(time_limit_s, sandbox), warm=warm,
         libraries=", ".join(f"{k}=={v}" for k, v in sorted(versions.items())) or "unknown",
     )
 

@@ -32,9 +32,8 @@ from collections import Counter
 
 from wmrl.agent.llm.plan import design_keys, plan_lines
 from wmrl.sandbox import SandboxFacts
-from wmrl.sandbox import library_versions as sandbox_library_versions
 
-__all__ = ["CONTRACTS", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "plan_description",
+__all__ = ["CONTRACTS", "GPU_PROMPT_LIBRARIES", "PROMPT_LIBRARIES", "feedback_message", "inventory_lines", "plan_description",
            "prediction_spec", "sandbox_lines", "task_messages"]
 
 CONTRACTS = ("script", "fit_predict", "plan")
@@ -110,13 +109,16 @@ def inventory_lines(task, max_examples: int = 3) -> list[str]:
     return out
 
 
-#: The libraries a prompt names (a solution may import others the sandbox has; listing them all costs tokens).
+#: The libraries a prompt names (a solution may import others the sandbox has; listing them all costs tokens),
+#: and those it names besides in a sandbox with GPUs, where a solution would reach for them.
 PROMPT_LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "pillow")
+GPU_PROMPT_LIBRARIES = ("torch", "lightgbm", "xgboost")
 
 
 def sandbox_lines(sandbox: SandboxFacts, library_versions: dict[str, str]) -> list[str]:
     """What the sandbox offers and allows, in the prompt's words: libraries, hardware, budget, memory."""
-    libs = ", ".join(f"{k} {v}" for k, v in library_versions.items() if k in PROMPT_LIBRARIES)
+    named = PROMPT_LIBRARIES + (GPU_PROMPT_LIBRARIES if sandbox.gpus else ())
+    libs = ", ".join(f"{k} {v}" for k, v in library_versions.items() if k in named)
     py = library_versions.get("python", "3.11")
     cores = f"{sandbox.cpus:g} CPU core{'' if sandbox.cpus == 1 else 's'}"
     gpus = f"{sandbox.gpus} GPU{'' if sandbox.gpus == 1 else 's'} (CUDA)" if sandbox.gpus else "no GPU"
@@ -152,7 +154,7 @@ def task_messages(task, contract: str, sandbox: SandboxFacts,
         raise TypeError(f"sandbox must be the SandboxFacts of the sandbox that runs the code (Sandbox.facts), "
                         f"got {type(sandbox).__name__}")
     if library_versions is None:
-        library_versions = sandbox_library_versions()
+        library_versions = sandbox.library_versions()
     if contract == "plan":  # the task in brief, the budget and the keys: the renderer reads the files and imports
         keys = design_keys(task)
         parts = [plan_description(task), "",
