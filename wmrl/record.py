@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["ENV", "Record", "ReplayDiverged", "StaleWorkingCopy", "active", "content_key", "context", "cpu", "export", "forget_gone_runs",
-           "position", "run_context", "wall"]
+           "position", "run_context", "wall", "working_copy"]
 
 ENV = "WMRL_EXECUTIONS"
 CONTEXT_ENV = "WMRL_EXECUTIONS_CONTEXT"
@@ -54,6 +54,11 @@ class StaleWorkingCopy(RuntimeError):
 
 
 _SOURCE_TABLE = "CREATE TABLE IF NOT EXISTS source (digest TEXT);"  # the committed file a working copy is made from
+_TABLES = ("CREATE TABLE IF NOT EXISTS seen (context TEXT, stream TEXT, key TEXT, seq INTEGER, payload TEXT,"
+           " n INTEGER, PRIMARY KEY (context, stream, key, seq));"
+           "CREATE TABLE IF NOT EXISTS payloads (hash TEXT PRIMARY KEY, payload TEXT NOT NULL);"
+           "CREATE TABLE IF NOT EXISTS clock (context TEXT, seq INTEGER, value REAL, n INTEGER,"
+           " PRIMARY KEY (context, seq));")
 
 
 def content_key(*parts: str) -> str:
@@ -121,21 +126,7 @@ class Record:
         if mode == "replay":
             self._load()
         else:
-            self._db = sqlite3.connect(self.path.with_suffix("").with_suffix(".sqlite"), timeout=120,
-                                       check_same_thread=False)
-            # write-ahead log without an fsync per commit: each observation is committed on its own (a
-            # crash loses at most the last), at a small cost per observation
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            with self._db:
-                self._db.executescript(
-                    "CREATE TABLE IF NOT EXISTS seen (context TEXT, stream TEXT, key TEXT, seq INTEGER, payload TEXT,"
-                    " n INTEGER, PRIMARY KEY (context, stream, key, seq));"
-                    "CREATE TABLE IF NOT EXISTS payloads (hash TEXT PRIMARY KEY, payload TEXT NOT NULL);"
-                    "CREATE TABLE IF NOT EXISTS clock (context TEXT, seq INTEGER, value REAL, n INTEGER,"
-                    " PRIMARY KEY (context, seq));" + _SOURCE_TABLE)
-            if self.path.is_file():
-                self._import(self.path)  # resume a campaign whose working copy is gone
+            self._db = working_copy(self.path)
             self._counts: dict[tuple, int] = defaultdict(int)
             self._clock_n: dict[str, int] = {}
             self._n: dict[str, int] = {}  # observations per context, both tables: a checkpoint's position
@@ -163,45 +154,6 @@ class Record:
         for queue in self._served.values():
             for i, h in enumerate(queue):
                 queue[i] = None if h is None else payloads[h]
-
-    def _import(self, path: Path) -> None:
-        """Fill an empty working copy from the committed file ``path``. The processes of a campaign open the
-        record at once: the first takes the database's write lock, finds it still empty and imports; the
-        others wait for the lock and then find it filled.
-
-        A working copy already filled must have been made from ``path`` as it is now (imported from it or
-        exported to it: :func:`export` stamps the file's digest). One made from another version of the
-        record (the committed file changed since, by a pull or a checkout) is refused: recording on top of
-        it would export its old rows of the runs it kept over the new file's."""
-        digest = _digest(path)
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            if (self._db.execute("SELECT 1 FROM seen LIMIT 1").fetchone()
-                    or self._db.execute("SELECT 1 FROM clock LIMIT 1").fetchone()):
-                stamp = self._db.execute("SELECT digest FROM source").fetchone()
-                if stamp is None or stamp[0] != digest:
-                    working = path.with_suffix("").with_suffix(".sqlite")
-                    raise StaleWorkingCopy(
-                        f"the working copy {working} was not made from the committed record {path} as it is now "
-                        "(the record changed since, or the working copy predates this check): delete it to record "
-                        f"on from the committed file, or first keep what only it holds with "
-                        f"python -c \"from wmrl import record; record.export('{path}')\"")
-            else:
-                self._db.execute("DELETE FROM source")
-                self._db.execute("INSERT INTO source VALUES (?)", (digest,))
-                for row in self._read(path):
-                    if "p" in row:
-                        self._db.execute("INSERT OR IGNORE INTO payloads VALUES (?, ?)", (row["h"], row["p"]))
-                    elif "t" in row:
-                        self._db.executemany("INSERT INTO clock VALUES (?, ?, ?, NULL)",
-                                             [(row["c"], i, v) for i, v in enumerate(row["t"])])
-                    else:
-                        self._db.executemany("INSERT INTO seen VALUES (?, ?, ?, ?, ?, NULL)",
-                                             [(row["c"], row["s"], row["k"], i, h) for i, h in enumerate(row["v"])])
-            self._db.commit()
-        except BaseException:
-            self._db.rollback()
-            raise
 
     # -- recording -------------------------------------------------------------------------------
     def begin(self, name: str, resume_at: int | None = None, restart: bool = False) -> None:
@@ -272,6 +224,67 @@ class Record:
         return value
 
 
+def working_copy(path: str | Path) -> sqlite3.Connection:
+    """The working copy (``<file>.sqlite``) of the record ``path`` (``<file>.jsonl.gz``), opened for writing:
+    created if missing, and filled from the committed file ``path`` when that exists and the copy is empty
+    (a campaign resumed whose working copy is gone; :func:`_import` refuses a stale one)."""
+    path = Path(path)
+    db = sqlite3.connect(path.with_suffix("").with_suffix(".sqlite"), timeout=120, check_same_thread=False)
+    # write-ahead log without an fsync per commit: each observation is committed on its own (a
+    # crash loses at most the last), at a small cost per observation
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    with db:
+        db.executescript(_TABLES + _SOURCE_TABLE)
+    if path.is_file():
+        _import(db, path)
+    return db
+
+
+def _import(db: sqlite3.Connection, path: Path) -> None:
+    """Fill the empty working copy ``db`` from the committed file ``path``. The processes of a campaign open the
+    record at once: the first takes the database's write lock, finds it still empty and imports; the
+    others wait for the lock and then find it filled.
+
+    A working copy already filled must have been made from ``path`` as it is now (imported from it or
+    exported to it: :func:`export` stamps the file's digest). One made from another version of the
+    record (the committed file changed since, by a pull or a checkout) is refused: recording on top of
+    it would export its old rows of the runs it kept over the new file's."""
+    digest = _digest(path)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if (db.execute("SELECT 1 FROM seen LIMIT 1").fetchone()
+                or db.execute("SELECT 1 FROM clock LIMIT 1").fetchone()):
+            stamp = db.execute("SELECT digest FROM source").fetchone()
+            if stamp is None or stamp[0] != digest:
+                working = path.with_suffix("").with_suffix(".sqlite")
+                raise StaleWorkingCopy(
+                    f"the working copy {working} was not made from the committed record {path} as it is now "
+                    "(the record changed since, or the working copy predates this check): delete it to record "
+                    f"on from the committed file, or first keep what only it holds with "
+                    f"python -c \"from wmrl import record; record.export('{path}')\"")
+        else:
+            db.execute("DELETE FROM source")
+            db.execute("INSERT INTO source VALUES (?)", (digest,))
+            _insert_rows(db, Record._read(path))
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+
+
+def _insert_rows(db: sqlite3.Connection, rows) -> None:
+    """Insert the rows of an exported record (its payloads, each context's streams and clock) into ``db``."""
+    for row in rows:
+        if "p" in row:
+            db.execute("INSERT OR IGNORE INTO payloads VALUES (?, ?)", (row["h"], row["p"]))
+        elif "t" in row:
+            db.executemany("INSERT INTO clock VALUES (?, ?, ?, NULL)", [(row["c"], i, v) for i, v in enumerate(row["t"])])
+        else:
+            db.executemany("INSERT INTO seen VALUES (?, ?, ?, ?, ?, NULL)",
+                           [(row["c"], row["s"], row["k"], i, h) for i, h in enumerate(row["v"])])
+
+
 def export(path: str | Path) -> Path:
     """Write the working copy of the record ``path`` (``.jsonl.gz``) as its compact, deterministic file:
     one line per stored result, per (context, stream, key) and per context's clock, sorted."""
@@ -296,7 +309,7 @@ def export(path: str | Path) -> Path:
         for ctx, values in clocks.items():
             line({"c": ctx, "t": values})
     os.replace(tmp, path)
-    with db:  # the working copy is now the committed file's: stamp it (Record._import checks the stamp)
+    with db:  # the working copy is now the committed file's: stamp it (_import checks the stamp)
         db.executescript(_SOURCE_TABLE)
         db.execute("DELETE FROM source")
         db.execute("INSERT INTO source VALUES (?)", (_digest(path),))
