@@ -185,12 +185,13 @@ def test_collected_runs_never_oversubscribe_the_cores_and_are_reused_whatever_th
         return real_run_arm(arm, preset, seed, out, **kw)
 
     monkeypatch.setattr(collect, "run_arm", recording_run_arm)
-    runs = collect.ensure_runs(["untrained"], [0], "smoke", results=tmp_path, progress=False, jobs=1)
+    runs = collect.ensure_runs(["untrained"], [0], "smoke", results=tmp_path, progress=False, executor="local")
     cores = os.cpu_count() or 1
     assert trained == [cores]  # one run at a time: it gets every core, one solution per core
     stored = json.loads((tmp_path / "train/smoke/untrained/seed0/summary.json").read_text())["provenance"]["config"]
     assert stored["sandbox"]["workers"] == cores and len(runs) == 1
-    collect.ensure_runs(["untrained"], [0], "smoke", results=tmp_path, progress=False, jobs=cores + 1)
+    collect.ensure_runs(["untrained"], [0], "smoke", results=tmp_path, progress=False,
+                        executor=f"local:{cores + 1}")
     assert trained == [cores]  # same experiment, other scheduling: reused, not retrained
     one, eight = ({"sandbox.workers": w} for w in (1, 8))
     assert run_config("grpo", "small", overrides=one).identity() == run_config("grpo", "small", overrides=eight).identity()

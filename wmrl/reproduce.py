@@ -26,6 +26,7 @@ the others still run, and the exit status is non-zero.
     python -m wmrl.reproduce                      # every notebook, preset "small"
     python -m wmrl.reproduce --campaign paper --fresh  # make reproduce: notebooks 00-06 and 11, retrained
     python -m wmrl.reproduce --campaign paper     # make reproduce-resume: go on where it stopped
+    python -m wmrl.reproduce --campaign paper --executor ray  # each run a Ray task on a cluster (docs/cluster.md)
     python -m wmrl.reproduce --campaign dial --fresh   # make reproduce-dial: notebook 08, the fidelity dial
     python -m wmrl.reproduce --campaign llm --fresh    # make reproduce-llm: notebook 07, the LLM agent
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
@@ -75,6 +76,7 @@ import nbformat
 from wmrl import record
 from wmrl.campaigns import CAMPAIGNS, campaign_of, quick_seed, selection
 from wmrl.config import experiment_identity
+from wmrl.experiments.executor import EXECUTOR_HELP, parse_executor
 from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
@@ -492,11 +494,17 @@ def main(argv=None) -> int:
                        help="train only these seeds (default: the preset's); a variant: trains only")
     seeds.add_argument("--quick", action="store_true", help="with --campaign: a variant at the first of the "
                        "campaign's seeds (a first look, no intervals)")
+    parser.add_argument("--executor", default=None, metavar="SPEC", help=EXECUTOR_HELP)
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3, this interpreter)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell in replay (default 3600)")
     args = parser.parse_args(argv)
     if args.preset not in available_presets():
         parser.error(f"unknown preset {args.preset!r}; choose one of {available_presets()}")
+    try:  # the notebooks' training reads it (their EXECUTOR parameter): a bad one fails here, before any runs
+        chosen = parse_executor(args.executor)
+        where = {} if args.executor is None else {"EXECUTOR": str(chosen)}
+    except ValueError as e:
+        parser.error(str(e))
     if args.timings:
         write_timings()
         print(f"wrote {TIMINGS} and {README}'s quick-start table")
@@ -569,7 +577,7 @@ def main(argv=None) -> int:
                     spec = f"record:{export}"
                 t0 = time.perf_counter()
                 with executions(spec, name, export) if export or recorded else contextlib.nullcontext():
-                    train_notebook(name, args.preset, args.kernel, params, records)
+                    train_notebook(name, args.preset, args.kernel, {**params, **where}, records)
                 run.train_s = time.perf_counter() - t0
             if replays:
                 t0 = time.perf_counter()

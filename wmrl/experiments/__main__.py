@@ -1,6 +1,7 @@
 """Train one arm, or start an ablation notebook.
 
 ``python -m wmrl.experiments run --arm ARM [--agent grammar|llm] --preset P --seed S [--set section.field=value]``
+``python -m wmrl.experiments runs --arms ARM [ARM ...] --seeds S [S ...] --preset P [--executor local|local:N|ray|ray:C]``
 ``python -m wmrl.experiments new-ablation NAME --base-arm ARM [--set section.field=value] [--sweep section.field=v1,v2]``
 
 An LLM run on several processes is the same command under a launcher, e.g. ``torchrun --nproc_per_node 2
@@ -18,6 +19,7 @@ import sys
 
 from wmrl.arms import arm_names
 from wmrl.config import ConfigError, parse_set
+from wmrl.experiments.executor import EXECUTOR_HELP, parse_executor
 from wmrl.presets import PRESETS, preset_names
 
 
@@ -36,6 +38,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                      help="override a config field (value in JSON), e.g. --set method.anchor_fraction=0.25 "
                           "--set method.fusion=scale_only (see wmrl/config.py)")
+    runs = sub.add_parser("runs", help="train every missing (arm, seed) of a preset: a campaign's runs, no notebook",
+                          description="Train what is missing of arms x seeds (a finished run with the same config is "
+                                      "kept), where --executor says: this machine or a Ray cluster (docs/cluster.md).")
+    runs.add_argument("--arms", nargs="+", required=True, choices=arm_names(), metavar="ARM", help="arms to train")
+    runs.add_argument("--seeds", nargs="+", type=int, required=True, metavar="S")
+    runs.add_argument("--preset", default="small", metavar="PRESET", help=f"one of {preset_names()}")
+    runs.add_argument("--results", default=None, help="results folder (default: the repository's results/)")
+    runs.add_argument("--tag", default=None, help="the variant's name, needed with --set (runs kept as <arm>~<tag>)")
+    runs.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                      help="override a config field (value in JSON) for every run")
+    runs.add_argument("--executor", default=None, metavar="SPEC", help=EXECUTOR_HELP)
     abl = sub.add_parser("new-ablation", help="write notebooks/NN_NAME.ipynb (and .py), an ablation of one arm",
                          description="Write a paired ablation notebook from notebooks/TEMPLATE_ablation.py, "
                                      "parameterised: the base arm's default runs against each variant, paired by seed.")
@@ -50,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "new-ablation":
         return _new_ablation(abl, args, argv)
+    if args.cmd == "runs":
+        return _runs(runs, args)
     from wmrl.experiments.run import run_arm  # deferred: the trainer loads torch, `--help` need not wait for it
 
     try:
@@ -61,6 +76,20 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     if os.environ.get("RANK", "0") == "0":  # under torchrun / accelerate launch, the main process alone reports
         print(json.dumps({k: summary[k] for k in ("arm", "preset", "seed", "heldout", "compute")}, indent=2))
+    return 0
+
+
+def _runs(parser, args) -> int:
+    from wmrl.experiments.collect import ensure_runs  # deferred, as run_arm above
+    from wmrl.runs import RESULTS
+
+    try:
+        parse_executor(args.executor)
+        found = ensure_runs(args.arms, args.seeds, args.preset, args.results or RESULTS, tag=args.tag,
+                            executor=args.executor, overrides=parse_set(args.set))
+    except (ConfigError, ValueError) as exc:
+        parser.error(str(exc))
+    print(found[["arm", "seed", "avg", "dir"]].to_string(index=False))
     return 0
 
 

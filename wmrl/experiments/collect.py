@@ -26,6 +26,7 @@ import pandas as pd
 
 from wmrl.config import SCHEDULING_FIELDS, experiment_identity
 from wmrl.experiments.costs import add_totals
+from wmrl.experiments.executor import parse_executor
 from wmrl.experiments.notebook import NotebookConfig, ParameterError
 from wmrl.experiments.run import run_arm
 from wmrl.presets import run_config
@@ -37,7 +38,7 @@ __all__ = ["check_runs_present", "ensure_runs", "load_arm_runs", "load_runs", "l
 
 
 def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULTS, progress: bool = True,
-                tag: str | None = None, jobs: int | None = None, overrides: dict | None = None) -> pd.DataFrame:
+                tag: str | None = None, executor: str | None = None, overrides: dict | None = None) -> pd.DataFrame:
     """Train every missing (arm, seed) of ``preset``; return :func:`load_runs` of them.
 
     ``overrides`` are dotted :class:`~wmrl.config.RunConfig` fields (``{"method.anchor_fraction":
@@ -48,18 +49,16 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
     its overrides than its runs were trained with is an error that names the fields that differ,
     before anything trains.
 
-    ``jobs`` runs train in parallel processes (default ``$WMRL_JOBS``, else 1), each with
-    ``cores // jobs`` sandbox workers, so that no more solutions run at once than there are cores.
-    The sandbox's budget counts CPU seconds, so load moves only the wall-clock backstop and the
-    charged wall seconds (``python -m bench.campaign_load`` compares a campaign idle and busy). One run at a
-    time is the default so that each run's wall time is that of a run alone, as reported; two
-    jobs finish a campaign a little sooner, since a run's own work (generation, world model,
-    update) then overlaps the other's executions. Runs are independent (their own seeds and RNGs)
-    and share only the execution memo, which is safe for concurrent writers.
+    ``executor`` says where the missing runs train (:mod:`wmrl.experiments.executor`: ``local``, the
+    default, one at a time with a sandbox worker per core; ``local:N``, N processes here; ``ray[:C]``,
+    one Ray task per run). The sandbox's budget counts CPU seconds, so load moves only the wall-clock
+    backstop and the charged wall seconds (``python -m bench.campaign_load`` compares a campaign idle
+    and busy). Runs are independent (their own seeds and RNGs) and share only the execution memo,
+    which is safe for concurrent writers.
     ``sandbox.workers`` is a scheduling field (:data:`~wmrl.config.SCHEDULING_FIELDS`): a run is
     reused whatever worker count it was trained with.
     """
-    overrides = dict(overrides or {})
+    overrides, where = dict(overrides or {}), parse_executor(executor)
     if set(overrides) - set(SCHEDULING_FIELDS) and not tag:
         raise ValueError(f"runs with overrides {sorted(overrides)} need a tag, e.g. tag='my_ablation', "
                          "so they do not replace the default runs of their arm")
@@ -83,20 +82,30 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
                     print(f"{out}: retrained, the defaults under its overrides changed: {'; '.join(diff)}",
                           flush=True)
                 todo.append((arm, seed, out))
-    jobs = max(1, min(int(jobs or os.environ.get("WMRL_JOBS", "1")), len(todo)))
+    if where.kind == "ray" and todo:
+        from wmrl.experiments.cluster import train_on_ray  # deferred: imports ray, which a local campaign never needs
+
+        overrides.setdefault("sandbox.workers", where.n)
+        train_on_ray(todo, preset, overrides, cpus=where.n, progress=progress)
+    elif todo:
+        _train_locally(todo, preset, overrides, min(where.n, len(todo)), progress)
+    return load_runs(preset, results, arms=arms, seeds=seeds, tag=tag)
+
+
+def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool) -> None:
+    """Train ``todo``'s (arm, seed, folder) on this machine, ``jobs`` at once, each with ``cores // jobs`` sandbox workers."""
     overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
     if jobs == 1:
         for arm, seed, out in todo:
             run_arm(arm, preset, seed, out, overrides=overrides, progress=progress)
-    else:
-        ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch or sandbox state
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(run_arm, arm, preset, seed, out, overrides=overrides, progress=False): (arm, seed)
-                       for arm, seed, out in todo}
-            for fut in tqdm(as_completed(futures), total=len(futures), desc=f"training {preset} runs",
-                            disable=not progress):
-                fut.result()  # re-raise a failed run's error; the runs that finished are on disk
-    return load_runs(preset, results, arms=arms, seeds=seeds, tag=tag)
+        return
+    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch or sandbox state
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(run_arm, arm, preset, seed, out, overrides=overrides, progress=False): (arm, seed)
+                   for arm, seed, out in todo}
+        for fut in tqdm(as_completed(futures), total=len(futures), desc=f"training {preset} runs",
+                        disable=not progress):
+            fut.result()  # re-raise a failed run's error; the runs that finished are on disk
 
 
 def _dotted(config: dict, prefix: str = "") -> dict:
@@ -204,7 +213,7 @@ def load_arm_runs(cfg: NotebookConfig, arms, *, tag: str | None = None, override
     """
     arms, seeds = list(arms), list(cfg.seeds if seeds is None else seeds)
     if cfg.train:
-        ensure_runs(arms, seeds, cfg.preset, cfg.results_dir, tag=tag, overrides=overrides)
+        ensure_runs(arms, seeds, cfg.preset, cfg.results_dir, tag=tag, overrides=overrides, executor=cfg.executor)
     try:
         runs = load_runs(cfg.preset, cfg.results_dir, arms=arms, seeds=seeds, tag=tag)
     except FileNotFoundError as e:

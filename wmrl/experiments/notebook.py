@@ -11,7 +11,9 @@ Every experiment notebook follows the same rhythm, so that ``make reproduce`` (p
    nbval run with that working directory). The committed outputs show :data:`REPLAY_PRESET`; another
    preset left at the default folders writes to its own, ``results/runs/<preset>/results`` and
    ``.../figures`` (:func:`variant_folders`, where ``python -m wmrl.reproduce --preset`` writes it
-   too), so ``papermill -p PRESET smoke`` never touches a committed file.
+   too), so ``papermill -p PRESET smoke`` never touches a committed file. An ``EXECUTOR`` (where
+   missing runs train, :mod:`wmrl.experiments.executor`) may be passed to any notebook without its
+   parameters cell naming it: ``-p EXECUTOR ray``.
 2. Right after it, ``cfg = check_params(globals(), notebook=..., keys=[...], results_subdir=...)``.
    A wrong parameter fails *here*, with a message that says what to pass, instead of an
    obscure error twenty cells later.
@@ -31,6 +33,8 @@ from pathlib import Path
 import pandas as pd
 
 from wmrl.config import ConfigError
+from wmrl.experiments.executor import DEFAULT as EXECUTOR_DEFAULT
+from wmrl.experiments.executor import parse_executor
 from wmrl.experiments.plots import ARM_COLORS, describe_axes, use_style
 from wmrl.presets import notebook_params, preset_names
 from wmrl.provenance import REPO, atomic_path, provenance, write_json_atomic
@@ -111,6 +115,8 @@ class NotebookConfig:
     results_dir: Path
     figures_dir: Path
     values: dict = field(default_factory=dict)
+    #: where missing runs train (:mod:`wmrl.experiments.executor`): how, not what, so not in :meth:`as_dict`
+    executor: str = EXECUTOR_DEFAULT
 
     @property
     def train(self) -> bool:
@@ -187,7 +193,11 @@ def check_params(
                 f"(papermill: -p MODE train -p PRESET smoke) or pass RESULTS_DIR pointing at a folder "
                 f"that holds {results_subdir}/."
             )
-    return NotebookConfig(notebook, ns["MODE"], ns["PRESET"], seeds, results_dir, figures_dir, resolved)
+    try:  # only training reads it: a replay trains nothing
+        executor = str(parse_executor(ns.get("EXECUTOR"))) if ns["MODE"] == "train" else EXECUTOR_DEFAULT
+    except ValueError as e:
+        raise ParameterError(f"{e} (papermill: -p EXECUTOR local:2)") from None
+    return NotebookConfig(notebook, ns["MODE"], ns["PRESET"], seeds, results_dir, figures_dir, resolved, executor)
 
 
 def _sidecar(path: Path) -> Path:
