@@ -10,6 +10,7 @@ there it is the current working folder: run from the folder that should hold ``r
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import platform
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from wmrl.record import ENV as EXECUTIONS_ENV
 
-__all__ = ["REPO", "atomic_path", "cpu_model", "executions", "find_repo", "processes", "provenance",
+__all__ = ["REPO", "atomic_path", "code_version", "cpu_model", "executions", "find_repo", "processes", "provenance",
            "write_json_atomic"]
 
 
@@ -43,6 +44,14 @@ def _git(*args: str) -> str:
         return out.stdout.strip() if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def code_version() -> str:
+    """The code this checkout runs: its commit, and a digest of its uncommitted changes to the code (none:
+    the commit alone). Two processes with the same version run the same code (:data:`CODE_PATHS`)."""
+    commit = _git("rev-parse", "HEAD")
+    diff = _git("diff", "HEAD", "--", *CODE_PATHS)
+    return commit if not diff else f"{commit}+{hashlib.sha256(diff.encode()).hexdigest()[:12]}"
 
 
 def provenance(config: dict | None = None, seed: int | None = None) -> dict:
