@@ -77,3 +77,36 @@ def test_reproduce_hands_its_executor_to_every_notebook_it_trains_and_stays_a_co
     with pytest.raises(SystemExit):
         reproduce.main(["--only", "00_theory"])
     assert seen == []
+
+
+def test_a_ray_task_refuses_a_checkout_running_other_code_before_training(tmp_path, monkeypatch):
+    from wmrl.experiments import cluster
+
+    monkeypatch.setattr(cluster, "run_arm", lambda *a, **kw: pytest.fail("trained on other code"))
+    with pytest.raises(cluster.CodeVersionMismatch, match="the driver's 0000"):
+        cluster._train_one("grpo", "smoke", 0, "train/smoke/grpo/seed0", {}, "0000", "", None, None)
+
+
+def test_a_run_folder_from_a_task_is_written_whole_before_its_summary_and_replaces_a_stale_one(tmp_path, monkeypatch):
+    import json
+
+    from wmrl.experiments import cluster
+
+    out = tmp_path / "train/smoke/grpo/seed0"
+    (out / "old.parquet").parent.mkdir(parents=True)
+    (out / "old.parquet").write_text("a run trained with another config")
+    (out.parent / ".seed0.incoming-dead").mkdir()  # left by a driver lost mid-write
+    files = {"steps.parquet": b"s", "sub/calibration.json": b"{}",
+             "summary.json": json.dumps({"provenance": {"executions": "record:/scratch/shard.jsonl.gz"}}).encode()}
+    seen, real = [], cluster.write_json_atomic
+
+    def summary_last(path, obj):
+        seen.append(sorted(str(p.relative_to(out)) for p in out.rglob("*")))
+        real(path, obj)
+
+    monkeypatch.setattr(cluster, "write_json_atomic", summary_last)
+    cluster.write_run_folder(out, files, "record:results/executions/paper.jsonl.gz")
+    assert seen == [["steps.parquet", "sub", "sub/calibration.json"]]  # the rest in place, the summary not yet
+    assert sorted(p.name for p in out.parent.iterdir()) == ["seed0"]
+    assert json.loads((out / "summary.json").read_text())["provenance"]["executions"] == (
+        "record:results/executions/paper.jsonl.gz")  # the campaign's record, as a run trained here names it
