@@ -84,16 +84,16 @@ def test_a_campaign_fans_out_survives_a_lost_node_and_equals_its_serial_replay(n
     monkeypatch.setenv(record.ENV, f"record:{rec}")
     shown, real_tqdm = [], ray_runs.tqdm
 
-    def watched(*a, **kw):  # the campaign's bar: each postfix it shows, and a node lost once a run is written
+    def watched(*a, **kw):  # the campaign's bar: each postfix it shows; a node is lost once both nodes run a run
         bar = real_tqdm(*a, **kw)
-        update, postfix = bar.update, bar.set_postfix
+        postfix = bar.set_postfix
 
-        def update_and_lose_a_node(n=1):
-            update(n)
-            if bar.n == 1:
+        def show_and_lose_a_busy_node(**fields):
+            shown.append(fields)
+            if fields["running"] == 2 and len(c.worker_nodes) == 2:
                 c.remove_node(workers[0])
-        bar.update = update_and_lose_a_node
-        bar.set_postfix = lambda **f: (shown.append(f), postfix(**f))
+            postfix(**fields)
+        bar.set_postfix = show_and_lose_a_busy_node
         return bar
 
     monkeypatch.setattr(ray_runs, "tqdm", watched)
