@@ -76,6 +76,22 @@ collect.ensure_runs(["untrained"], [0, 1], "smoke", {str(results)!r}, progress=F
 
 
 @pytest.mark.extended
+def test_a_campaign_replayed_on_the_cluster_from_a_serial_record_equals_it(nodes, tmp_path, monkeypatch):
+    serial, fanned = tmp_path / "serial", tmp_path / "ray"
+    rec = serial / "executions" / "c.jsonl.gz"
+    rec.parent.mkdir(parents=True)
+    monkeypatch.setenv(record.ENV, f"record:{rec}")
+    collect.ensure_runs(["untrained"], [0, 1], "smoke", serial, progress=False, executor="local")
+    record.export(rec)
+    monkeypatch.setenv(record.ENV, f"replay:{rec.parent}")  # each task replays from its own copy of the record
+    collect.ensure_runs(["untrained"], [0, 1], "smoke", fanned, progress=False, executor="ray")
+    found = reproduce.compare_outputs(serial, fanned)
+    assert found["differ"] == [] and found["missing"] == [] and len(found["same"]) >= 8, found
+    assert all(json.loads(p.read_text())["provenance"]["executions"].startswith("replay:")
+               for p in fanned.glob("train/*/*/seed*/summary.json"))
+
+
+@pytest.mark.extended
 def test_a_campaign_fans_out_survives_a_lost_node_and_equals_its_serial_replay(nodes, tmp_path, monkeypatch):
     c, workers = nodes
     results, serial = tmp_path / "ray", tmp_path / "serial"
