@@ -129,10 +129,12 @@ def train_on_ray(todo, preset: str, overrides: dict, cpus: int = 1, progress: bo
     The cluster is the one :func:`ray.init` finds (``RAY_ADDRESS``, else the one ``ray start --head``
     started on this machine, else a Ray of this process's own). Under an execution record each run's
     shard is merged into it before its folder is written. A run's error (not a lost node: Ray retries
-    that) cancels the runs still pending and is raised; the runs written before it stay."""
+    that) cancels the runs still pending and is raised; the runs written before it stay. A Ray this call
+    joined or started is left again at the end (a notebook's kernel then exits without Ray's workers)."""
     import ray
 
-    if not ray.is_initialized():
+    joined = not ray.is_initialized()
+    if joined:
         ray.init(include_dashboard=False, log_to_driver=False)
     spec = os.environ.get(record.ENV, "")
     mode, _, where = spec.partition(":")
@@ -164,3 +166,5 @@ def train_on_ray(todo, preset: str, overrides: dict, cpus: int = 1, progress: bo
     finally:
         bar.close()
         ray.kill(tracker)
+        if joined:
+            ray.shutdown()
