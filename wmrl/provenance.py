@@ -21,8 +21,8 @@ from pathlib import Path
 
 from wmrl.record import ENV as EXECUTIONS_ENV
 
-__all__ = ["REPO", "atomic_path", "code_version", "cpu_model", "executions", "find_repo", "processes", "provenance",
-           "write_json_atomic"]
+__all__ = ["REPO", "atomic_path", "code_version", "cpu_model", "executions", "find_repo", "float32_kernels",
+           "processes", "provenance", "write_json_atomic"]
 
 
 def find_repo() -> Path:
@@ -70,6 +70,7 @@ def provenance(config: dict | None = None, seed: int | None = None) -> dict:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpu": cpu_model(),
+            **float32_kernels(),
             "cpu_count": os.cpu_count(),
             "load": machine_load(),
         },
@@ -133,6 +134,15 @@ def cpu_model() -> str:
             return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
     except OSError:
         return platform.processor() or "unknown"
+
+
+def float32_kernels() -> dict:
+    """``{"float32_kernels": ...}``: the vector instructions torch computes with on this CPU (``AVX512``,
+    ``AVX2``, ...; its own kernels and MKL's follow them), when this process computes with torch. A policy's
+    float32 arithmetic rounds alike on CPUs of one class and otherwise across classes, so a grammar-agent
+    run replays to the bit from its record on a CPU of its recording CPU's class (docs/reproducibility.md)."""
+    torch = sys.modules.get("torch")
+    return {"float32_kernels": torch.backends.cpu.get_cpu_capability()} if torch is not None else {}
 
 
 def machine_load() -> dict:
