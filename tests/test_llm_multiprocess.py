@@ -282,7 +282,7 @@ def test_the_paper_preset_checkpoints_activations_and_saves_every_tenth_step(tmp
     assert paper.llm.gradient_checkpointing and paper.llm.micro_batch == 1 and paper.train.checkpoint_every == 10
     _at_processes(monkeypatch, 8)
     args = trainer_args(paper, tmp_path, 8, num_processes=8)
-    assert args.activation_checkpointing and args.gradient_checkpointing and args.save_steps == 10
+    assert args.gradient_checkpointing and args.save_steps == 10
     monkeypatch.undo()
     small = run_config("wmrl", "llm-small", agent="llm")
     assert not small.llm.gradient_checkpointing

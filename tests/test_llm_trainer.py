@@ -193,6 +193,25 @@ def test_the_trl_config_of_a_run_takes_the_kl_and_entropy_of_its_preset_and_no_s
     assert args.gradient_accumulation_steps == args.steps_per_generation  # ... and one optimiser step per batch
 
 
+@pytest.mark.parametrize("preset", ["llm-smoke", "llm-small", "llm-paper"])
+def test_every_llm_presets_trl_configs_build_under_the_installed_transformers(preset, tmp_path):
+    """GRPO's and the warm start's TRL configs, as a run of the preset builds them (no model loads): every
+    keyword is one the installed TrainingArguments takes, and activation checkpointing is the preset's
+    own (TRL's configs default it on)."""
+    from wmrl.presets import preset_names, run_config
+    from wmrl.trainer.llm.sft import sft_args
+    from wmrl.trainer.llm.train import trainer_args
+
+    assert {"llm-smoke", "llm-small", "llm-paper"} == set(preset_names("llm"))
+    for arm in ("wmrl", "sft"):
+        cfg = run_config(arm, preset, agent="llm")
+        grpo = trainer_args(cfg, tmp_path / arm, cfg.train.groups_per_step, num_processes=1)
+        sft = sft_args(cfg, tmp_path / arm / "sft")
+        assert grpo.gradient_checkpointing is sft.gradient_checkpointing is cfg.llm.gradient_checkpointing
+        assert grpo.max_steps == cfg.train.steps and sft.max_steps == cfg.llm.sft_steps
+    assert run_config("wmrl", preset, agent="llm").llm.gradient_checkpointing is (preset == "llm-paper")
+
+
 def test_the_trainer_feeds_the_seeded_prompt_schedule_and_a_resume_skips_exactly_the_trained_steps(pool, tmp_path,
                                                                                                    tiny_model):
     """Each step's tasks come from prompt_schedule (passes over the training tasks in seeded orders), so a run

@@ -174,11 +174,12 @@ class LLMConfig:
     #: there is one (under several processes, the process's own: accelerate's local device), else
     #: the CPU; ``cuda``, that GPU or an error; ``cpu``, the CPU even beside a GPU
     device: Literal["auto", "cuda", "cpu"] = "auto"
-    #: recompute activations in the backward pass instead of keeping them (transformers'
-    #: ``activation_checkpointing``, formerly ``gradient_checkpointing``): less memory for more
-    #: compute. Off by default: on CPU compute is what is short; the paper preset turns it on (its
-    #: trajectories reach ~21k tokens). Under FSDP, accelerate's ``fsdp_activation_checkpointing``
-    #: does the same without the extra all-gather this one costs in the backward pass
+    #: recompute activations in the backward pass instead of keeping them (TrainingArguments'
+    #: ``gradient_checkpointing``, which TRL's configs turn on unless told, so both trainers pass this
+    #: value): less memory for more compute. Off by default: on CPU compute is what is short; the paper
+    #: preset turns it on (its trajectories reach ~21k tokens). Under FSDP, accelerate's
+    #: ``fsdp_activation_checkpointing`` does the same without the extra all-gather this one costs in
+    #: the backward pass
     gradient_checkpointing: bool = False
 
     def __post_init__(self):

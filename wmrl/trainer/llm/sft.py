@@ -31,7 +31,7 @@ from wmrl.agent.llm.plan import design_choices, plan_text
 from wmrl.agent.llm.prompt import task_messages
 from wmrl.agent.llm.solution import fit_predict_target, reply_for, script_target
 
-__all__ = ["execute_targets", "sft_dataset", "sft_folder", "solution_target"]
+__all__ = ["execute_targets", "sft_args", "sft_dataset", "sft_folder", "solution_target"]
 
 
 def solution_target(task, choices, contract: str) -> str:
@@ -92,6 +92,21 @@ def _key(base: Path, cfg, tasks) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def sft_args(cfg, out: Path, progress: bool = False):
+    """TRL's SFTConfig of the warm start of ``cfg``, writing its trainer state under ``out``."""
+    from trl import SFTConfig
+
+    from wmrl.agent.llm.model import llm_device
+
+    return SFTConfig(output_dir=str(out), max_steps=cfg.llm.sft_steps, learning_rate=cfg.llm.sft_lr,
+                     per_device_train_batch_size=cfg.llm.sft_batch, gradient_accumulation_steps=1,
+                     lr_scheduler_type="cosine", warmup_steps=max(1, cfg.llm.sft_steps // 10), logging_steps=5,
+                     save_strategy="no", report_to=[], seed=cfg.seed,
+                     use_cpu=llm_device(cfg.llm.device).type == "cpu",
+                     gradient_checkpointing=cfg.llm.gradient_checkpointing,
+                     completion_only_loss=True, max_length=4096, disable_tqdm=not progress)
+
+
 def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False, build: bool = True) -> tuple[Path, dict]:
     """The warm-started model folder for ``cfg`` (built on first use); returns it and its build record.
 
@@ -110,9 +125,9 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False, bui
     import time
 
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
-    from wmrl.agent.llm.model import llm_device, load_causal_lm
+    from wmrl.agent.llm.model import load_causal_lm
     from wmrl.trainer.components import make_sandbox
 
     models.mkdir(parents=True, exist_ok=True)
@@ -128,13 +143,7 @@ def sft_folder(cfg, base: Path, tasks, models: Path, progress: bool = False, bui
     try:
         model, tokenizer = load_causal_lm(base, cfg.llm.device)
         tokenizer.padding_side = "right"  # training batches pad on the right
-        args = SFTConfig(output_dir=str(tmp / "trainer"), max_steps=cfg.llm.sft_steps, learning_rate=cfg.llm.sft_lr,
-                         per_device_train_batch_size=cfg.llm.sft_batch, gradient_accumulation_steps=1,
-                         lr_scheduler_type="cosine", warmup_steps=max(1, cfg.llm.sft_steps // 10), logging_steps=5,
-                         save_strategy="no", report_to=[], seed=cfg.seed,
-                         use_cpu=llm_device(cfg.llm.device).type == "cpu",
-                         activation_checkpointing=cfg.llm.gradient_checkpointing,
-                         completion_only_loss=True, max_length=4096, disable_tqdm=not progress)
+        args = sft_args(cfg, tmp / "trainer", progress)
         data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
         trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
         t0 = time.perf_counter()

@@ -237,7 +237,7 @@ def trainer_args(cfg: RunConfig, out: Path, n_groups: int, num_processes: int | 
         loss_type=llm.loss_type, max_completion_length=t.max_turns * (llm.max_new_tokens + llm.obs_max_tokens + 32),
         mask_truncated_completions=False, logging_steps=1, save_strategy="steps", save_steps=t.checkpoint_every,
         save_total_limit=1, disable_tqdm=True, shuffle_dataset=False,  # the order is prompt_schedule's
-        activation_checkpointing=llm.gradient_checkpointing, ddp_timeout=math.ceil(timeout_s),
+        gradient_checkpointing=llm.gradient_checkpointing, ddp_timeout=math.ceil(timeout_s),
         use_vllm=llm.generation == "vllm", vllm_mode=llm.vllm_mode,
         vllm_importance_sampling_mode=llm.importance_sampling,
         vllm_importance_sampling_clip_max=llm.importance_sampling_cap,
