@@ -113,3 +113,32 @@ def test_notebook_parameters_come_from_the_same_registry():
     params = notebook_params("small")
     params["SEEDS"].append(99)  # a copy: callers cannot change the registry
     assert 99 not in notebook_params("small")["SEEDS"]
+
+
+def test_the_paper_preset_refuses_the_small_pool_by_name_before_the_pool_or_a_model_loads(capsys, monkeypatch,
+                                                                                           tmp_path):
+    from wmrl.experiments import run
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the pool was prepared or read before the preset's data was checked")
+
+    monkeypatch.setattr(run, "get_pool", loaded)
+    with pytest.raises(SystemExit) as exc:  # the README's command without paths.pool: the default is the small pool
+        cli(["run", "--agent", "llm", "--arm", "wmrl", "--preset", "llm-paper", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "paths.pool is not set" in err and "python -m wmrl.tasks import" in err
+    small = tmp_path / "small"
+    small.mkdir()  # an empty folder: get_pool would prepare the small pool in it
+    with pytest.raises(SystemExit):
+        cli(["run", "--agent", "llm", "--arm", "wmrl", "--preset", "llm-paper", "--set", f"paths.pool={small}"])
+    assert f"paths.pool={str(small)!r} is the small pool" in capsys.readouterr().err
+    assert not any(small.iterdir()) and not (tmp_path / "run").exists()
+    from wmrl.tasks.ownership import write_marker
+
+    write_marker(small, "small", 1)  # a folder the small pool's recipe wrote
+    with pytest.raises(ConfigError, match="paths.pool="):
+        run.check_pool("llm-paper", small)
+    run.check_pool("llm-smoke", None)  # the other presets train on the small pool by default
+    write_marker(small, "import", 1)  # a pool python -m wmrl.tasks import wrote
+    run.check_pool("llm-paper", small)
+    assert [n for n, p in PRESETS.items() if p.imported_pool] == ["llm-paper"]

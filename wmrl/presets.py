@@ -45,6 +45,9 @@ class Preset:
     run: dict = field(default_factory=dict)
     vla: dict | None = None
     notebook: dict = field(default_factory=dict)
+    #: its tasks must be real competitions (``python -m wmrl.tasks import``, then ``paths.pool``): a run
+    #: of it on the small pool, the default ``paths.pool``, is refused before anything loads
+    imported_pool: bool = False
 
 
 # The notebooks' arms: which rows each table shows (training runs are shared across notebooks).
@@ -225,6 +228,7 @@ PRESETS.update({p.name: p for p in (
              "llm.micro_batch": 1, "llm.gradient_checkpointing": True, "llm.device": "auto",
              "train.checkpoint_every": 10, "llm.generation": "vllm", "llm.vllm_mode": "colocate",
              "world_model.mode": "decomposed", "world_model.max_new_tokens": 512, "llm.loss_type": "dapo"},
+        imported_pool=True,
     ),
 )})
 

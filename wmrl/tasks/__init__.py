@@ -16,7 +16,7 @@ from wmrl.tasks.infer import Refused
 from wmrl.tasks.layouts import LAYOUTS, SourceError
 from wmrl.tasks.metrics import METRICS, InvalidSubmissionError, Metric, get_metric, validate_submission
 from wmrl.tasks.ownership import PoolFolderError
-from wmrl.tasks.pool import TaskPool, get_pool, import_pool, read_competitions
+from wmrl.tasks.pool import TaskPool, get_pool, import_pool, is_small_pool_root, read_competitions
 from wmrl.tasks.split import Split, split_by_size
 from wmrl.tasks.task import Scoring, Task, TaskFolderError, data_root, default_root, load_task
 
@@ -38,6 +38,7 @@ __all__ = [
     "get_metric",
     "get_pool",
     "import_pool",
+    "is_small_pool_root",
     "load_task",
     "read_competitions",
     "split_by_size",

@@ -39,7 +39,8 @@ from wmrl.tasks.recipe import ensure_pool, is_small_pool
 from wmrl.tasks.split import split_by_size
 from wmrl.tasks.task import Task, default_root, load_task
 
-__all__ = ["IMPORT_RECIPE", "PAPER_SPLIT", "TaskPool", "get_pool", "import_pool", "read_competitions"]
+__all__ = ["IMPORT_RECIPE", "PAPER_SPLIT", "TaskPool", "get_pool", "import_pool", "is_small_pool_root",
+           "read_competitions"]
 
 IMPORT_RECIPE = "import"
 IMPORT_VERSION = 1
@@ -199,6 +200,19 @@ def import_pool(layout: str, src: str | os.PathLike, out: str | os.PathLike, cod
     (out / "manifest.json").chmod(0o644)
     write_marker(out, IMPORT_RECIPE, IMPORT_VERSION)
     return TaskPool(out, pool.tasks, pool.manifest)
+
+
+def is_small_pool_root(root: str | os.PathLike | None = None) -> bool:
+    """True when :func:`get_pool` would give the small pool for ``root`` (None: the default folder), without
+    preparing or reading anything: a missing or empty folder (it would be prepared there) or one the
+    small pool's recipe wrote."""
+    root = Path(root) if root is not None else default_root()
+    if not root.is_dir():
+        return not root.exists()
+    marker = read_marker(root)
+    if marker is not None and marker["recipe"] == IMPORT_RECIPE:
+        return False
+    return is_empty(root) or is_small_pool(root)
 
 
 def get_pool(root: str | os.PathLike | None = None) -> TaskPool:
