@@ -214,6 +214,18 @@ class RecordingModel:
         return torch.cat([input_ids, new], dim=1)
 
 
+def test_smollm2s_tokenizer_has_the_special_tokens_its_gguf_header_names(base_tokenizer):
+    """A turn ends at <|im_end|> and batches pad with it, whichever transformers converted the GGUF file."""
+    tok = base_tokenizer
+    assert (tok.bos_token, tok.eos_token, tok.pad_token, tok.unk_token) == (
+        "<|im_start|>", "<|im_end|>", "<|im_end|>", "<|endoftext|>")
+    from wmrl.models import gguf_special_token_ids, smollm2_gguf
+
+    header = gguf_special_token_ids(smollm2_gguf())
+    assert {name: getattr(tok, f"{name}_id") for name in header} == header
+    assert set(header.values()) <= set(tok.all_special_ids)
+
+
 def test_the_transformers_generator_hands_the_cap_to_generate(base_tokenizer):
     from wmrl.trainer.llm.generate import TransformersGenerator
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from wmrl.tasks import data_root
 
-__all__ = ["SMOLLM2_NAME", "smollm2_folder", "smollm2_gguf", "tiny_llama"]
+__all__ = ["SMOLLM2_NAME", "gguf_special_token_ids", "smollm2_folder", "smollm2_gguf", "tiny_llama"]
 
 SMOLLM2_NAME = "SmolLM2-135M-Instruct-f32"
 
@@ -44,9 +44,25 @@ def smollm2_gguf() -> Path:
     return found[0].resolve()
 
 
+#: what a build writes; a folder built by another version of :func:`_dequantise` is rebuilt
+BUILD_VERSION = 2
+#: the tokenizer's special tokens as the GGUF header names them (its ``tokenizer.ggml.*`` fields)
+_GGUF_SPECIAL_TOKENS = {"bos_token": "tokenizer.ggml.bos_token_id", "eos_token": "tokenizer.ggml.eos_token_id",
+                        "pad_token": "tokenizer.ggml.padding_token_id", "unk_token": "tokenizer.ggml.unknown_token_id"}
+
+
 def _gguf_stamp(gguf: Path) -> dict:
     st = gguf.stat()
-    return {"gguf": gguf.name, "size": st.st_size}
+    return {"gguf": gguf.name, "size": st.st_size, "build": BUILD_VERSION}
+
+
+def gguf_special_token_ids(gguf: str | os.PathLike) -> dict[str, int]:
+    """The special tokens' ids the GGUF file's header names (``bos_token``, ``eos_token``, ...; those it has)."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(str(gguf)).fields
+    return {name: int(fields[key].parts[fields[key].data[0]][0]) for name, key in _GGUF_SPECIAL_TOKENS.items()
+            if key in fields and fields[key].data}
 
 
 def smollm2_folder(models: str | os.PathLike | None = None) -> Path:
@@ -86,6 +102,11 @@ def _dequantise(gguf: Path, out: Path) -> None:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # the special tokens are set from the header itself: transformers 5.17's GGUF converter for Llama-type
+    # tokenizers names the beginning-of-sequence token as the end one too and sets no padding token, so a
+    # reply would end at <|im_start|> instead of <|im_end|>
+    for name, token_id in gguf_special_token_ids(gguf).items():
+        setattr(tokenizer, name, tokenizer.convert_ids_to_tokens(token_id))
     loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     config = loaded.config.to_dict()
     config.pop("quantization_config", None)
