@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -150,7 +151,8 @@ def test_dropped_connections_and_503s_are_retried_until_the_server_answers(serve
     backend = client(server.url, max_retries=3)
     assert backend.generate(HI) == [VERDICT]
     assert backend.stats() | {} == {"requests": 1, "attempts": 4, "retries": 3, "transient_failures": 3,
-                                    "rejected": 0, "no_reply": 0, "form_fallbacks": 0, "bad_responses": 0}
+                                    "rejected": 0, "no_reply": 0, "form_fallbacks": 0, "bad_responses": 0,
+                                    "reasoning_replies": 0, "cut_while_thinking": 0}
 
 
 def test_a_stalled_server_times_out_and_the_request_gets_no_reply_after_its_retries(serve):
@@ -249,7 +251,8 @@ def test_a_server_that_takes_only_json_object_with_a_schema_is_found_by_one_prob
     assert server.payloads[1]["response_format"]["schema"] == schemas[0]
     assert backend.structured_output == "json_object"
     assert backend.stats() | {} == {"requests": 8, "attempts": 9, "retries": 0, "transient_failures": 0,
-                                    "rejected": 0, "no_reply": 0, "form_fallbacks": 1, "bad_responses": 0}
+                                    "rejected": 0, "no_reply": 0, "form_fallbacks": 1, "bad_responses": 0,
+                                    "reasoning_replies": 0, "cut_while_thinking": 0}
     backend.generate(HI, json_schema=schemas[0])
     assert server.payloads[-1]["response_format"]["type"] == "json_object"
 
@@ -286,6 +289,58 @@ def test_model_none_asks_the_server_which_model_it_serves(serve):
     backend = OpenAICompatibleBackend(server.url)
     backend.generate(HI)
     assert server.payloads[0]["model"] == "scripted-model"
+
+
+# --- reasoning models: thinking switched off, a reasoning parser's reply read ------------------------
+
+def reasoning_reply(content, reasoning: str, finish_reason: str = "stop", field: str = "reasoning_content") -> bytes:
+    """A chat completion as a server started with a reasoning parser (vLLM's --reasoning-parser qwen3) sends it."""
+    message = {"role": "assistant", "content": content, field: reasoning}
+    return json.dumps({"id": "x", "object": "chat.completion",
+                       "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}]}).encode()
+
+
+def test_every_request_asks_the_chat_template_not_to_think_unless_the_server_rejects_the_switch(serve):
+    server = serve("ok")
+    client(server.url).generate(HI * 2, json_schema=[schema_for("quality"), None])
+    assert [p["chat_template_kwargs"] for p in server.payloads] == [{"enable_thinking": False}] * 2
+    strict = serve(lambda p: (400, "Unrecognized request argument supplied: chat_template_kwargs")
+                   if "chat_template_kwargs" in p else "ok")
+    backend = client(strict.url)
+    assert backend.generate(HI, json_schema=schema_for("quality")) == [VERDICT]
+    assert backend.generate(HI) == [VERDICT]
+    assert [("chat_template_kwargs" in p) for p in strict.payloads] == [True, False, False]
+    assert backend.structured_output == "json_schema"  # the rejection was about the switch, not the form
+    assert (backend.stats()["rejected"], backend.stats()["form_fallbacks"], backend.stats()["no_reply"]) == (0, 0, 0)
+
+
+def test_a_verdict_a_reasoning_parser_filed_as_reasoning_is_read_and_one_cut_while_thinking_is_named(serve):
+    server = serve(("raw", reasoning_reply(None, VERDICT)), ("raw", reasoning_reply("", VERDICT, field="reasoning")),
+                   ("raw", reasoning_reply(VERDICT, "The script reads a CSV, so ...")))
+    backend = client(server.url)
+    assert [backend.generate(HI) for _ in range(3)] == [[VERDICT]] * 3
+    assert (backend.stats()["reasoning_replies"], backend.stats()["cut_while_thinking"]) == (2, 0)
+    cut = serve(("raw", reasoning_reply(None, "Okay, let me look at the imports. The script uses pandas", "length")))
+    wm = LLMWorldModel(client(cut.url), mode="holistic", library_versions={}, max_defaulted_share=1.0)
+    prediction = wm.predict(StubTask(), CODE)
+    stats = wm.stats()
+    assert prediction.status == "ok" and stats["defaulted"] == 1 and stats["backend_cut_while_thinking"] == 2
+    assert "only the model's thinking" in wm.backend.last_error and "max_tokens=" in wm.backend.last_error
+
+
+def test_the_in_process_backend_renders_qwen3s_template_without_thinking(tmp_path, smollm2_folder):
+    import trl
+    from transformers import AutoTokenizer
+
+    from wmrl.models import tiny_llama
+    from wmrl.world_model.backends.local import TransformersBackend
+
+    folder = tiny_llama(tmp_path / "tiny-qwen3", smollm2_folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
+    tokenizer.save_pretrained(folder)
+    (prompt,) = TransformersBackend(str(folder), constrained=False).render(HI)
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")  # the template's empty block
 
 
 # --- wmrl's own server: batching, its errors retried, the schema honoured ---------------------------

@@ -11,6 +11,10 @@ a misconfigured run into a run without a world model.
 ``json_schema`` is one JSON Schema for all conversations or one per conversation; ``seeds``, one
 per conversation, make sampling replayable (a resumed run asks the same).
 
+A verdict is a short JSON reply, so an engine that renders a chat template hands it
+:data:`TEMPLATE_KWARGS`: no thinking before the answer (Qwen3's ``enable_thinking`` switch;
+templates without it ignore it, and render the same prompt).
+
 An engine whose work is done outside this process's CPU (a server, a GPU) keeps ``server_s``, the
 wall seconds its ``generate`` calls took: a run is charged those for the world model, not this
 process's CPU time, which would show only the waiting.
@@ -21,9 +25,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["Backend", "BackendSetupError", "Conversation", "per_conversation", "per_request_seeds"]
+__all__ = ["TEMPLATE_KWARGS", "Backend", "BackendSetupError", "Conversation", "per_conversation",
+           "per_request_seeds"]
 
 Conversation = list[dict]
+#: What every world-model request hands the chat template (see the module docstring).
+TEMPLATE_KWARGS = {"enable_thinking": False}
 
 
 class Backend(Protocol):

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from wmrl.models import smollm2_folder
-from wmrl.world_model.backends.base import per_conversation, per_request_seeds
+from wmrl.world_model.backends.base import TEMPLATE_KWARGS, per_conversation, per_request_seeds
 
 __all__ = ["TransformersBackend"]
 
@@ -87,12 +87,16 @@ class TransformersBackend:
                     replies[i] = text
         return replies
 
+    def render(self, conversations) -> list[str]:
+        """The prompts the model continues: each conversation under the chat template, without thinking."""
+        return [self.tokenizer.apply_chat_template(list(c), tokenize=False, add_generation_prompt=True,
+                                                   **TEMPLATE_KWARGS) for c in conversations]
+
     def _batch(self, conversations, max_new_tokens: int, temperature: float, seed: int | None,
                schema: dict | None) -> list[str]:
         import torch
 
-        prompts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-                   for c in conversations]
+        prompts = self.render(conversations)
         batch = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         sampling = {"do_sample": True, "temperature": temperature, "top_p": 0.95} if temperature > 0 else \
             {"do_sample": False}

@@ -27,6 +27,17 @@ HTTP 401, 403 and 404 are setup errors (:class:`~.base.BackendSetupError`), rais
 Everything is counted in :meth:`OpenAICompatibleBackend.stats`, and every failure is logged with
 what the server said.
 
+**Thinking.** A verdict is a short JSON reply, so every request asks the chat template not to think
+(``chat_template_kwargs={"enable_thinking": False}``: Qwen3's switch, which vLLM, SGLang and
+llama.cpp's ``llama-server`` hand to the template; templates without it ignore it). A server that
+rejects the field by name (HTTP 4xx naming ``chat_template_kwargs``) gets the same request without
+it, and no later request carries it. A server started with a reasoning parser returns what the
+model thought in ``reasoning_content`` (or ``reasoning``), apart from ``content``: a reply whose
+``content`` is empty but whose reasoning the model finished (``finish_reason`` ``stop``) is read from
+the reasoning, where such a parser puts an answer it found no end of thinking in; one cut short
+while thinking (``length``) is no usable reply, and ``last_error`` says why. Both are counted
+(``reasoning_replies``, ``cut_while_thinking``).
+
 **Cost.** ``server_s`` adds up the wall time of the ``generate`` calls that got any answer: the time
 the server worked for this process, which the run is charged (the client's own CPU time is a
 rounding error of it); a call to a server that answered nothing (down) adds nothing.
@@ -48,7 +59,7 @@ import urllib.request
 from collections import Counter
 
 from wmrl.config import WorldModelConfig
-from wmrl.world_model.backends.base import BackendSetupError, per_conversation, per_request_seeds
+from wmrl.world_model.backends.base import TEMPLATE_KWARGS, BackendSetupError, per_conversation, per_request_seeds
 
 __all__ = ["STRUCTURED_OUTPUT_FORMS", "OpenAICompatibleBackend"]
 
@@ -60,6 +71,8 @@ _TRANSIENT_HTTP = frozenset({408, 429, 502, 503, 504})
 _SETUP_HTTP = frozenset({401, 403, 404})
 # Words with which servers name the part of a request they cannot take, in a rejection's message.
 _FORM_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "structured")
+# The fields in which servers with a reasoning parser return the model's thinking, apart from its content.
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 class _Transient(Exception):
@@ -73,9 +86,10 @@ class _Transient(Exception):
 class _Rejected(Exception):
     """The server refused this request as it is: never resend it unchanged."""
 
-    def __init__(self, message: str, about_form: bool):
+    def __init__(self, message: str, about_form: bool, about_template: bool = False):
         super().__init__(message)
         self.about_form = about_form
+        self.about_template = about_template
 
 
 def _server_message(body: bytes) -> str:
@@ -129,6 +143,7 @@ class OpenAICompatibleBackend:
         # The forms still to try, best first; settled once one of them got an answer.
         self._forms = list(STRUCTURED_OUTPUT_FORMS) if structured_output == "auto" else [structured_output]
         self._settled = structured_output != "auto"
+        self._template_kwargs = True  # False once the server rejected chat_template_kwargs by name
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._jitter = random.Random()  # private: never touches the caller's random state
@@ -143,9 +158,10 @@ class OpenAICompatibleBackend:
 
     def stats(self) -> dict[str, int]:
         """Counts since construction: requests, attempts, retries, transient failures, rejected requests,
-        requests given up (no reply), form fallbacks and malformed responses."""
+        requests given up (no reply), form fallbacks, malformed responses, replies read from the
+        reasoning field and replies cut short while thinking."""
         keys = ("requests", "attempts", "retries", "transient_failures", "rejected", "no_reply", "form_fallbacks",
-                "bad_responses")
+                "bad_responses", "reasoning_replies", "cut_while_thinking")
         with self._lock:
             return {key: self._counts[key] for key in keys}
 
@@ -201,6 +217,13 @@ class OpenAICompatibleBackend:
             try:
                 text = self._post(self._payload(*job, form=forms[k]))
             except _Rejected as exc:
+                if exc.about_template:  # only a request that carried the field: the resend does not
+                    with self._lock:
+                        first, self._template_kwargs = self._template_kwargs, False
+                    if first:
+                        log.warning("the server at %s rejected chat_template_kwargs (%s); asking without it, so a "
+                                    "reasoning model may think before its verdict", self.base_url, exc)
+                    continue  # the same request without the field: not a retry
                 if has_schema and exc.about_form and not self._settled and k + 1 < len(forms):
                     self._count("form_fallbacks")
                     log.warning("the server at %s rejected structured output as %r (%s); trying %r",
@@ -242,6 +265,8 @@ class OpenAICompatibleBackend:
                  seed: int | None, form: str) -> dict:
         payload = {"model": self._model_id(), "messages": conversation, "max_tokens": max_new_tokens,
                    "temperature": temperature}
+        if self._template_kwargs:
+            payload["chat_template_kwargs"] = dict(TEMPLATE_KWARGS)
         if seed is not None:  # honoured by vLLM, SGLang and llama.cpp servers (not by wmrl's minimal one)
             payload["seed"] = seed
         if schema is not None and form == "json_schema":
@@ -265,11 +290,28 @@ class OpenAICompatibleBackend:
     def _post(self, payload: dict) -> str:
         body = self._http("POST", self.url, payload)
         try:
-            content = body["choices"][0]["message"]["content"]
+            choice = body["choices"][0]
+            message = choice["message"]
+            content = message["content"]
         except (KeyError, IndexError, TypeError):
             self._count("bad_responses")
             raise _Transient(f"the answer is not a chat completion: {str(body)[:200]}") from None
-        return content if isinstance(content, str) else ""
+        if isinstance(content, str) and content.strip():
+            return content
+        reasoning = next((message[f] for f in _REASONING_FIELDS if isinstance(message.get(f), str)
+                          and message[f].strip()), None)
+        if reasoning is None:
+            return ""
+        if choice.get("finish_reason") == "length":  # the token budget ran out before the answer began
+            self._count("cut_while_thinking")
+            self.last_error = (f"the server at {self.base_url} returned only the model's thinking, cut at "
+                               f"max_tokens={payload.get('max_tokens')}: start it without a reasoning parser, with a "
+                               "chat template that honours enable_thinking=False, or raise world_model.max_new_tokens")
+            log.warning("world-model reply cut short while thinking (its verdict defaults to pass): %s",
+                        self.last_error)
+            return ""
+        self._count("reasoning_replies")  # the parser found no end of thinking and filed the answer as reasoning
+        return reasoning
 
     def _http(self, method: str, url: str, payload: dict | None):
         """One HTTP exchange: the decoded JSON body, or _Transient / _Rejected / BackendSetupError."""
@@ -307,4 +349,7 @@ class OpenAICompatibleBackend:
             return _Transient(said, retry_after)
         # 4xx: the request as it is; a 5xx that names the format: the format. Before a form is
         # settled, any 4xx of a request carrying a format may be about the format.
-        return _Rejected(said, about_form=names_form or (400 <= code < 500 and not self._settled))
+        names_template = payload is not None and "chat_template_kwargs" in payload and \
+            "chat_template_kwargs" in message.lower()
+        return _Rejected(said, about_form=not names_template and (names_form or (400 <= code < 500 and not self._settled)),
+                         about_template=names_template)
