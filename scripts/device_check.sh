@@ -30,6 +30,11 @@ import torch, transformers, trl, outlines, accelerate
 print("torch", torch.__version__, "| CUDA", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 print("transformers", transformers.__version__, "| trl", trl.__version__, "| accelerate", accelerate.__version__,
       "| outlines", outlines.__version__ if hasattr(outlines, "__version__") else "?")
+import pathlib, re
+pins = dict(re.findall(r'"(torch|transformers|accelerate|trl)==([^"]+)"', pathlib.Path("pyproject.toml").read_text()))
+for name, module in (("torch", torch), ("transformers", transformers), ("accelerate", accelerate), ("trl", trl)):
+    if module.__version__.split("+")[0] != pins[name]:
+        print(f"NOTE: this machine's {name} is {module.__version__}, pyproject.toml pins {pins[name]}")
 PY
 
 step "the gpu-marked tests"
