@@ -437,6 +437,7 @@ def test_two_processes_on_gloo_train_llm_smoke_to_the_end_write_once_bill_both_a
 _SERVER_MODE = textwrap.dedent('''
     """Two processes ask TRL's own VLLMGeneration (server mode, a fake vLLM client) through VLLMGenerator."""
     import json, sys
+    import torch
     from accelerate import PartialState
     import trl.generation.vllm_generation as vg
     from wmrl.trainer.llm.generate import VLLMGenerator
@@ -459,6 +460,8 @@ _SERVER_MODE = textwrap.dedent('''
     out = [gen.generate(contexts, 5, seed=0)[0] for contexts in turns]
     with open(f"{sys.argv[1]}/{state.process_index}.json", "w") as f:
         json.dump({"out": out, "asked": Client.asked}, f)
+    state.wait_for_everyone()
+    torch.distributed.destroy_process_group()  # gloo's threads stopped before exit, not torn down by it
 ''')
 
 
@@ -508,6 +511,8 @@ _EVAL_IN_STEP = textwrap.dedent('''
     rows = evaluate(model, tok, [get_pool().heldout[0]], cfg, scorer, step=0)
     with open(f"{sys.argv[2]}/{state.process_index}.json", "w") as f:
         json.dump({"rows": rows, "forwards": len(forwards)}, f)
+    state.wait_for_everyone()
+    dist.destroy_process_group()  # gloo's threads stopped before exit, not torn down by it
 ''')
 
 

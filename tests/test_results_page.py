@@ -242,8 +242,8 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
         "Every campaign but one carries its record: the language-model agent's runs (notebook 07) are never "
         "recorded ([docs/reproducibility.md](docs/reproducibility.md)).")
     assert results_page.reproducibility(tmp_path, brief=True) == (
-        "**Reproducibility.** Every campaign but notebook 07's replays from its execution record, every score, "
-        "verdict and figure to the bit; retrained fresh, 4 of 30 (dial) "
+        "**Reproducibility.** Every campaign but notebook 07's replays from its execution record on an AVX-512 CPU, "
+        "as recorded, every score, verdict and figure to the bit; retrained fresh, 4 of 30 (dial) "
         "and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
         "verdicts changed ([FINDINGS.md](FINDINGS.md)).")
     for campaign in ("paper", "beyond"):

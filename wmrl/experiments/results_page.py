@@ -182,8 +182,9 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
         changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
         fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
         if not others:
-            return (f"**Reproducibility.** Every campaign but notebook 07's replays from its execution record, every "
-                    f"score, verdict and figure to the bit{fresh} ([FINDINGS.md](FINDINGS.md)).")
+            return (f"**Reproducibility.** Every campaign but notebook 07's replays from its execution record on an "
+                    f"AVX-512 CPU, as recorded, every score, verdict and figure to the bit{fresh} "
+                    f"([FINDINGS.md](FINDINGS.md)).")
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} "
                 f"from {'their' if many else 'its'} execution record, every score, verdict and figure to the "
                 f"bit{fresh}; others predate it ([FINDINGS.md](FINDINGS.md)).")
