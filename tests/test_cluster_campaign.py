@@ -41,6 +41,7 @@ def _runs(results) -> list[str]:
     return sorted(str(p.parent.relative_to(results)) for p in results.glob("train/*/*/seed*/summary.json"))
 
 
+@pytest.mark.extended
 def test_a_driver_killed_between_merge_and_write_leaves_only_that_run_to_train(nodes, tmp_path, monkeypatch):
     c, _ = nodes
     results = tmp_path / "results"

@@ -520,17 +520,15 @@ def test_a_committed_vla_run_replays_from_the_committed_record_to_the_bit_on_thi
     assert found == {"same": ["result.json"], "rounding": [], "differ": [], "missing": []}, found
 
 
-@pytest.mark.parametrize("kernels", [
-    {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"},
-    {"OPENBLAS_CORETYPE": "Prescott", "NPY_DISABLE_CPU_FEATURES": "X86_V3"},
-], ids=["torch-mkl", "openblas-numpy"])
-def test_a_run_computes_the_same_bits_under_other_cpu_kernels(smoke_runs, tmp_path, kernels):
-    """What lets a VLA run replay on another CPU: trained from nothing in a process whose libraries take
-    other code paths than this CPU's, a run's SFT stage, policy, episodes and every logged number are the
-    same bits as this process's. torch-mkl: torch's unvectorised kernels and MKL's compatible path (with
-    torch's own arithmetic instead of wmrl.vla.exact, the policy's last bits differ). openblas-numpy:
-    OpenBLAS's generic x86-64 kernels and NumPy's baseline loops (with Meta-World's BLAS gripper opening
-    instead of wmrl.vla.envs.length, the episodes differ from the first training step)."""
+def test_a_run_computes_the_same_bits_under_other_cpu_kernels(smoke_runs, tmp_path):
+    """What lets a VLA run replay on another CPU: trained from nothing in a process whose libraries all take
+    other code paths than this CPU's (torch's unvectorised kernels, MKL's compatible path, OpenBLAS's generic
+    x86-64 kernels, NumPy's baseline loops), a run's SFT stage, policy, episodes and every logged number are the
+    same bits as this process's. With torch's own arithmetic instead of wmrl.vla.exact the policy's last bits
+    differ; with Meta-World's BLAS gripper opening instead of wmrl.vla.envs.length the episodes differ from the
+    first training step."""
+    kernels = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Prescott",
+               "NPY_DISABLE_CPU_FEATURES": "X86_V3"}
     env = {**os.environ, "PYTHONPATH": str(REPO), **kernels}
     subprocess.run([sys.executable, "-W", "ignore", "-m", "wmrl.vla", "run", "--arm", "wmrl", "--preset", "smoke",
                     "--results", str(tmp_path)], cwd=REPO, env=env, check=True, capture_output=True, timeout=600)
