@@ -29,7 +29,6 @@ from .warm import PRELOAD
 __all__ = ["LIBRARIES", "Sandbox", "SandboxFacts", "library_versions"]
 
 
-
 @dataclass(frozen=True)
 class SandboxFacts:
     """What a script meets in this sandbox, as the world models' prompts state it.

@@ -122,19 +122,16 @@ def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int,
     return out
 
 
-def eval_generator(cfg: RunConfig, trainer):
-    """What a held-out evaluation during training samples with: the training's own engine. With vLLM, its
-    weights synced to the policy first when an optimiser step has changed it since (TRL syncs before each
-    generation batch, so they would lag one step); in-process, the policy sampled in step across processes
-    (under FSDP every forward pass is a collective)."""
-    if cfg.llm.generation == "vllm":
-        if trainer.state.global_step != trainer._last_loaded_step:  # TRL's own test before its sync
-            trainer.vllm_generation.sync_weights()
-            trainer._last_loaded_step = trainer.state.global_step
-        return VLLMGenerator(trainer)
-    return TransformersGenerator(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
-                                 cfg.train.temperature, batch_size=GENERATION_BATCH,
-                                 synced=trainer.accelerator.num_processes > 1)
+def eval_generator(cfg: RunConfig, trainer) -> VLLMGenerator | None:
+    """What a held-out evaluation during training samples with: the training's vLLM engine, its weights synced
+    to the policy first when an optimiser step has changed it since (TRL syncs before each generation batch,
+    so they would lag one step); None without vLLM, for :func:`evaluate`'s in-process default."""
+    if cfg.llm.generation != "vllm":
+        return None
+    if trainer.state.global_step != trainer._last_loaded_step:  # TRL's own test before its sync
+        trainer.vllm_generation.sync_weights()
+        trainer._last_loaded_step = trainer.state.global_step
+    return VLLMGenerator(trainer)
 
 
 def prompt_schedule(names: list[str], n_rows: int, seed: int) -> list[str]:
