@@ -160,7 +160,7 @@ def test_trls_importance_sampling_metrics_join_the_steps_row():
 
     log = RunLog()
     log.steps.append({"step": 1})
-    callback = WMRLCallback(None, log, None, eval_every=1, total_steps=2)
+    callback = WMRLCallback(None, log, None, evaluate_after=lambda done: True)
     callback.on_log(None, None, None, logs={"loss": 0.5, "sampling/importance_sampling_ratio/min": 0.2,
                                             "sampling/importance_sampling_ratio/mean": 0.98,
                                             "sampling/importance_sampling_ratio/max": 3.0,

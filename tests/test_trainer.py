@@ -265,3 +265,27 @@ def test_active_selection_at_the_learner_routes_undecided_and_logs_the_chosen_bu
     routing = learner.wmrl.route()
     assert not routing.decided and routing.predicted.all()
     assert learner.wmrl.choose_anchors(np.zeros((8, 4))).sum() == 1  # one group of eight, as random
+
+
+def test_the_evaluation_schedule_evaluates_every_k_steps_and_each_of_the_first_steps_asked_for():
+    from wmrl.config import EvalConfig
+
+    assert [d for d in range(17) if EvalConfig(every=3).due(d, 16)] == [0, 3, 6, 9, 12, 15]
+    assert [d for d in range(1, 17) if EvalConfig(every=3, every_step_until=2).due(d, 16)] == [1, 2, 3, 6, 9, 12, 15]
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # two grpo smoke runs; the schedule itself is tested above
+def test_more_evaluations_change_nothing_the_run_trains(pool, tmp_path, memo_path):
+    """Notebook 15 measures GRPO's curve after each early step: those evaluations must leave training as it is."""
+    kw = {"pool": pool, "memo_path": memo_path, "progress": False}
+    plain = run_arm("grpo", "smoke", seed=3, out=tmp_path / "plain", **kw)
+    dense = run_arm("grpo", "smoke", seed=3, out=tmp_path / "dense", overrides={"eval.every_step_until": 1}, **kw)
+    assert dense["heldout"] == plain["heldout"]
+    timing = [c for c in pd.read_parquet(tmp_path / "plain" / "steps.parquet").columns if c.endswith("_s")]
+    steps = [pd.read_parquet(tmp_path / d / "steps.parquet").drop(columns=timing) for d in ("plain", "dense")]
+    pd.testing.assert_frame_equal(*steps)
+    evals = [pd.read_parquet(tmp_path / d / "eval.parquet") for d in ("plain", "dense")]
+    assert sorted(set(evals[1].step) - set(evals[0].step)) == [1]
+    pd.testing.assert_frame_equal(evals[0].reset_index(drop=True),
+                                  evals[1][evals[1].step != 1].reset_index(drop=True)[evals[0].columns])

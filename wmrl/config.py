@@ -389,6 +389,8 @@ class EvalConfig:
 
     SECTION: typing.ClassVar[str] = "eval"
     every: int = 10  # evaluate every k training steps (and at the end)
+    #: also evaluate after each of the first k steps: a learning curve measured where it is steepest
+    every_step_until: int = 0
     samples: int = 8  # paper: avg@8
     #: samples per task of the final evaluation (the headline number); 0: ``samples``. With common
     #: random numbers the first ``samples`` of them are the draws every earlier evaluation used.
@@ -397,7 +399,12 @@ class EvalConfig:
 
     def __post_init__(self):
         check_section(self)
-        at_least(self, every=1, samples=1, final_samples=0, tasks=0)
+        at_least(self, every=1, every_step_until=0, samples=1, final_samples=0, tasks=0)
+
+    def due(self, done: int, steps: int) -> bool:
+        """Whether a run of ``steps`` steps evaluates after its first ``done`` (its end always evaluates,
+        apart from this schedule)."""
+        return done < steps and (done % self.every == 0 or done <= self.every_step_until)
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def _train(cfg: RunConfig, out: Path, pool, preset: str, saved: dict | None, mem
             state["pairs"] += [{"step": step, **dict(zip(PAIR_COLUMNS, row))} for row in zip(*pairs)]
         state["steps"].append({"step": step, **log})
         bar.set_postfix(reward=f"{log['train_reward']:.3f}", rho=f"{log['rho']:.2f}")
-        if (step + 1) % ev.every == 0 and step + 1 < t.steps:
+        if ev.due(step + 1, t.steps):
             state["evals"] += evaluate(learner.policy, eval_tasks, ev.samples, t.max_turns, eval_scorer, cfg.seed,
                                        step + 1)
             eval_ledger.end_step()

@@ -234,10 +234,10 @@ class WMRLReward:
 class WMRLCallback(TrainerCallback):
     """Closes each optimiser step: ledger, evaluation on schedule, WMRL state beside TRL's checkpoints."""
 
-    def __init__(self, step, log: RunLog, evaluate, eval_every: int, total_steps: int, world_model=None,
-                 config: dict | None = None):
+    def __init__(self, step, log: RunLog, evaluate, evaluate_after, world_model=None, config: dict | None = None):
         self.step, self.log, self.evaluate = step, log, evaluate
-        self.eval_every, self.total_steps, self.world_model = int(eval_every), int(total_steps), world_model
+        self.evaluate_after = evaluate_after  # evaluate_after(steps done) -> whether the schedule evaluates there
+        self.world_model = world_model
         self.config = config  # the run's identity, saved beside each checkpoint (a resume must match it)
         self._t0 = 0.0
 
@@ -257,7 +257,7 @@ class WMRLCallback(TrainerCallback):
         self.log.steps.append(row)
         self.log.pending = {}
         self.log.wall_s += wall
-        if state.global_step % self.eval_every == 0 and state.global_step < self.total_steps:
+        if self.evaluate_after(state.global_step):
             t0 = clock.wall()
             self.log.evals += self.evaluate(model, state.global_step)
             self.log.eval_ledger.end_step()

@@ -379,7 +379,8 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     def run_eval(model, at_step):
         return evaluate(model, tokenizer, eval_tasks, cfg, eval_scorer, at_step, eval_generator(cfg, holder[0]()))
 
-    callback = WMRLCallback(step, log, run_eval, cfg.eval.every, cfg.train.steps, wm, config=cfg.identity())
+    callback = WMRLCallback(step, log, run_eval, lambda done: cfg.eval.due(done, cfg.train.steps), wm,
+                            config=cfg.identity())
     args = trainer_args(cfg, out, n_groups, PartialState().num_processes, timeout_s)
     trainer = GRPOTrainer(model=str(init), reward_funcs=[reward], args=args,
                           train_dataset=dataset, processing_class=tokenizer, rollout_func=roll, callbacks=[callback])
