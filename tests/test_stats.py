@@ -99,3 +99,20 @@ def test_the_arm_table_formats_means_with_intervals_in_arm_order():
     assert t.loc["wmrl", "Avg"].startswith("20.0 [") and t.seeds.tolist() == [3, 3]
     s = stats.arm_summary(_runs({"wmrl": [0.1, 0.2, 0.3]}), "avg", ["wmrl"], 100)
     assert s.loc["wmrl", "values"] == pytest.approx([10, 20, 30])
+
+
+def test_tost_equals_statsmodels_and_the_interval_inside_the_margin():
+    from statsmodels.stats.weightstats import ttost_paired
+
+    rng = np.random.default_rng(7)
+    for n in (2, 5, 12, 48):
+        for mu in (0.0, 1.5, 2.9, 5.0):
+            v = rng.normal(mu, 2.5, n)
+            p = stats.tost_p(v, 3.0)
+            assert p == pytest.approx(ttost_paired(v, np.zeros(n), -3.0, 3.0)[0], rel=1e-10, abs=1e-15)
+            _, lo, hi = stats.mean_ci(v, confidence=0.9)  # TOST at 5% each side <=> the 90% interval inside
+            assert (p < 0.05) == (-3.0 < lo and hi < 3.0)
+    assert np.isnan(stats.tost_p([1.0], 3.0))
+    assert stats.tost_p([1.0, 1.0], 3.0) == 0.0 and stats.tost_p([4.0, 4.0], 3.0) == 1.0
+    with pytest.raises(ValueError, match="positive"):
+        stats.tost_p([1.0, 2.0], 0.0)
