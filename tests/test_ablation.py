@@ -85,7 +85,7 @@ def test_new_ablation_writes_a_paired_notebook_that_trains_and_compares_at_the_s
     page = results_page(lab["results"], "smoke")
     beyond = page.split("## Beyond the paper", 1)[1]
     assert "| A1 | wmrl~fusion beats wmrl |" in beyond and "[07_fusion](notebooks/07_fusion.ipynb)" in beyond
-    assert "**[07_fusion](notebooks/07_fusion.ipynb)** (wmrl with {'method.fusion': 'scale_only'})" in \
+    assert "## [07_fusion](notebooks/07_fusion.ipynb): wmrl with {'method.fusion': 'scale_only'}" in \
         findings_page(lab["results"], "smoke")
 
 

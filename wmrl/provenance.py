@@ -137,10 +137,8 @@ def cpu_model() -> str:
 
 
 def float32_kernels() -> dict:
-    """``{"float32_kernels": ...}``: the vector instructions torch computes with on this CPU (``AVX512``,
-    ``AVX2``, ...; its own kernels and MKL's follow them), when this process computes with torch. A policy's
-    float32 arithmetic rounds alike on CPUs of one class and otherwise across classes, so a grammar-agent
-    run replays to the bit from its record on a CPU of its recording CPU's class (docs/reproducibility.md)."""
+    """``{"float32_kernels": "AVX512" | "AVX2" | ...}``, torch's CPU capability when torch is loaded: float32
+    rounds alike within one class, so a run replays to the bit on its recording CPU's class."""
     torch = sys.modules.get("torch")
     return {"float32_kernels": torch.backends.cpu.get_cpu_capability()} if torch is not None else {}
 

@@ -73,8 +73,7 @@ _RUN = "run:"
 
 
 def run_context(folder: str | Path, process: int | None = None) -> str:
-    """The context of the run in ``folder``: ``run:<the folder's last four parts>`` (``run:train/<preset>/<label>/
-    seed<S>``, ``run:vla/<preset>/<label>/seed<S>``), relative to the results folder; ``#<process>`` for one
+    """``run:<experiment>/<preset>/<label>/seed<S>`` for the run in ``folder``, with ``#<process>`` for one
     process of a run trained by several."""
     return _RUN + "/".join(Path(folder).parts[-4:]) + ("" if process is None else f"#{process}")
 

@@ -52,11 +52,8 @@ def run_label(arm: str, tag: str | None = None) -> str:
 
 def run_dir(results: str | Path | None, preset: str, arm: str, seed: int, tag: str | None = None,
             experiment: str = "train") -> Path:
-    """``<results>/<experiment>/<preset>/<arm>[~<tag>]/seed<S>``; ``results`` None means the repository's.
-
-    ``experiment`` is ``train`` for the agent trainers and ``vla`` for the embodied transfer
-    (:mod:`wmrl.vla.results`), whose runs live in the same shape.
-    """
+    """``<results>/<experiment>/<preset>/<arm>[~<tag>]/seed<S>`` (``experiment``: ``train`` or ``vla``);
+    ``results`` None means the repository's."""
     return Path(results or RESULTS) / experiment / preset / run_label(arm, tag) / f"seed{seed}"
 
 

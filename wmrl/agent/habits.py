@@ -53,12 +53,8 @@ def habit_choices(task, rng: np.random.Generator) -> dict[str, str]:
 
 
 def sample_items(tasks: Sequence, n: int, seed: int = 0, choose: Callable | None = None) -> list[tuple[object, str]]:
-    """``n`` rendered scripts over ``tasks`` (round robin), decisions drawn by ``choose(task, rng)``.
-
-    The default draws as the untrained agent does (its documented habits), so a fixed set drawn
-    here (e.g. the world-model fidelity set) has the mix of outcomes that training actually
-    scores, not the uniform grammar's mostly broken scripts.
-    """
+    """``n`` rendered scripts over ``tasks`` (round robin), decisions drawn by ``choose(task, rng)``;
+    by default the untrained agent's habits, so a fixed set has the outcomes training scores."""
     choose = choose or habit_choices
     rng = np.random.default_rng(seed)
     return [(t, grammar.render(t, choose(t, rng))) for t in (tasks[i % len(tasks)] for i in range(n))]

@@ -132,10 +132,7 @@ def paper_gpu_hour_check(model: str = "4B") -> dict[str, float]:
 
 
 def amdahl_speedup(grpo: float, wm: float, anchor_share) -> np.ndarray:
-    """GRPO's cost over that of a run executing ``anchor_share`` of GRPO's groups: ``grpo / (wm + a (grpo - wm))``.
-
-    With Table 1's GPU-hours this is the speedup the paper's own totals allow at anchor share ``a``
-    (an upper bound: the world model's own cost is counted inside ``wm``).
-    """
+    """GRPO's cost over that of a run executing ``anchor_share`` of GRPO's groups, ``grpo / (wm + a (grpo - wm))``:
+    with Table 1's GPU-hours, an upper bound on the speedup the paper's totals allow at anchor share ``a``."""
     a = np.asarray(anchor_share, dtype=float)
     return grpo / (wm + a * (grpo - wm))

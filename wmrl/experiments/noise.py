@@ -128,15 +128,10 @@ def repeat_noise(repeats: pd.DataFrame, runs: pd.DataFrame, col: str = "avg", sc
 
 def projected_mdd(var_train: float, var_eval: float, seeds: int, eval_reps: int = 1, eval_corr: float = 0.0,
                   alpha: float = ALPHA, power: float = POWER) -> float:
-    """Detectable paired difference between two arms for a campaign design.
-
-    At one seed, two arms' scores differ by their training draws (independent:
-    :math:`2\\sigma^2_{train}`) and their evaluation draws (averaged over ``eval_reps`` repeats,
-    correlated ``eval_corr`` between the arms under common random numbers:
-    :math:`2\\sigma^2_{eval}(1-\\rho_{eval})/m`), so
-    :math:`SD(d) = \\sqrt{2\\sigma^2_{train} + 2\\sigma^2_{eval}(1-\\rho_{eval})/m}` and the
-    detectable difference is :func:`~wmrl.experiments.stats.min_detectable_difference` of it.
-    """
+    """Detectable paired difference between two arms for a campaign design: the
+    :func:`~wmrl.experiments.stats.min_detectable_difference` of
+    :math:`SD(d) = \\sqrt{2\\sigma^2_{train} + 2\\sigma^2_{eval}(1-\\rho_{eval})/m}`, with ``m = eval_reps``
+    evaluation repeats correlated ``eval_corr`` between the arms (common random numbers)."""
     if eval_reps < 1 or not -1.0 <= eval_corr <= 1.0:
         raise ValueError(f"need eval_reps >= 1 and eval_corr in [-1, 1], got {eval_reps}, {eval_corr}")
     sd = np.sqrt(2 * var_train + 2 * var_eval * (1 - eval_corr) / eval_reps)

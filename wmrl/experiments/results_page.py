@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -303,16 +304,63 @@ def _render_results(read: _Read) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+WIDTH = 100  # FINDINGS.md's prose is wrapped at this width; its tables are not
+
+
+def _wrapped(text: str, indent: str = "") -> str:
+    return textwrap.fill(text, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
+def _claim_bullets(table: pd.DataFrame) -> list[str]:
+    """One short line per claim (its comparison, interval, detectable difference, verdict before and after
+    Holm's correction): :func:`~wmrl.experiments.claims.what_we_see`'s content, without its prose."""
+    shown = claims.claims_display(table)
+    seeds = set(table.seeds[~table.note.astype(bool)])
+    out = [f"Claims at {seeds.pop()} seeds:", ""] if len(seeds) == 1 else []
+    for cid, r in shown.iterrows():
+        if table.loc[cid, "note"]:
+            said = f"not resolved: {table.loc[cid, 'note']}"
+        else:
+            unit = "" if table.loc[cid, "op"] == "ratio" else f" {table.loc[cid, 'unit']}"
+            holm = "" if r["verdict (Holm)"] == r.verdict else f", {r['verdict (Holm)']} after Holm"
+            at = "" if out else f" at {r.seeds} seeds"
+            said = f"{r.verdict}{holm}; {r['ours (95% CI)']}{unit}{at}, detectable {r['detectable (80%)']}"
+        out.append(_wrapped(f"- **{cid}** ({r.statement}): {said}.", "  "))
+    return out
+
+
+def _notebook_section(notebook: str, title: str, sentences: list[str], table: pd.DataFrame | None) -> list[str]:
+    """A notebook's heading and its closing sentences, wrapped; the sentences that
+    :func:`~wmrl.experiments.claims.what_we_see` wrote from its claims table become one line per claim."""
+    lines = [f"## [{notebook}](notebooks/{notebook}.ipynb): {title}", ""]
+    per_claim = set(claims.what_we_see(table)[:-1]) if table is not None else set()
+    prose, listed = [], False
+    for sentence in [*sentences, None]:
+        if sentence in per_claim or sentence is None:
+            if prose:
+                lines += [_wrapped(" ".join(prose)), ""]
+                prose = []
+            if sentence is not None and not listed:
+                lines += [*_claim_bullets(table), ""]
+                listed = True
+        else:
+            prose.append(sentence)
+    return lines
+
+
 def _render_findings(read: _Read) -> str:
     lines = ["# What each notebook shows", "",
-             ("Generated beside [RESULTS.md](RESULTS.md) from the same results and calls; each notebook's closing "
-             "sentences, computed from its claims table and readouts, so they say no more than the numbers."), ""]
+             _wrapped("Generated beside [RESULTS.md](RESULTS.md) from the same results: each notebook's closing "
+                      "sentences, computed from its claims table and readouts, so they say no more than the numbers. "
+                      "A claim's line gives its seed-paired mean difference with a 95% interval, the difference the "
+                      "seeds detect at 80% power, and its verdict before and after Holm's correction within the "
+                      "notebook."), ""]
     for notebook in sorted(read.paragraphs):
         title, sentences = read.paragraphs[notebook]
-        lines += [f"**[{notebook}](notebooks/{notebook}.ipynb)** ({title}). " + " ".join(sentences), ""]
+        lines += _notebook_section(notebook, title, sentences, read.tables.get(notebook))
     lines += read.noise
     if read.reproducibility:
-        lines += ["", read.reproducibility]
+        lines += ["## Reproducibility", "", _wrapped(read.reproducibility.removeprefix("**Reproducibility.** "))]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -332,21 +380,22 @@ def _noise_section(runs: pd.DataFrame) -> list[str]:
     :data:`~wmrl.experiments.noise.GOAL_POINTS` would take (for sizing the next campaign)."""
     arms = [a for a in ("untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only") if a in set(runs.arm)]
     s = noise.campaign_sizing(runs, arms, noise.GOAL_POINTS)
+    c = s.components
     lines = ["## Where the noise comes from", "",
-             (f"The untrained policy is the same at every seed, so its spread over seeds is evaluation noise alone: "
-             f"SD {s.var_eval ** 0.5:.1f} points of held-out Avg (95% interval {s.components.sd_eval_lo.iloc[0]:.1f} "
-             f"to {s.components.sd_eval_hi.iloc[0]:.1f}, from {int(s.components.seeds.loc['untrained'])} seeds). A "
-             "trained arm's excess over it is training noise, if its evaluation noise is the untrained policy's (not "
-             f"measured here; mean over trained arms: SD {s.var_train ** 0.5:.1f}). For a paired difference between "
-             "two arms, the "
-             "detectable difference (80% power) of a few campaign designs, if these components held, and the "
-             f"hours its {len(arms)} arms would take on this machine at the committed runs' mean wall time per "
-             "run (each further evaluation repeat adds the run's final evaluation):"), "",
+             _wrapped(f"The untrained policy is the same at every seed, so its spread over seeds is evaluation "
+                      f"noise alone: SD {s.var_eval ** 0.5:.1f} points of held-out Avg (95% interval "
+                      f"{c.sd_eval_lo.iloc[0]:.1f} to {c.sd_eval_hi.iloc[0]:.1f}, from {int(c.seeds.loc['untrained'])} "
+                      "seeds). A trained arm's excess over it is training noise, if its evaluation noise is the "
+                      "untrained policy's (not measured here; mean over trained arms: SD "
+                      f"{s.var_train ** 0.5:.1f}). For a paired difference between two arms, the detectable difference "
+                      "(80% power) of a few campaign designs, if these components held, and the hours its "
+                      f"{len(arms)} arms would take on this machine at the committed runs' mean wall time per run "
+                      "(each further evaluation repeat adds the run's final evaluation):"), "",
              "| seeds | evaluation repeats | CRN correlation of evaluation noise | detectable (points) | hours |",
              "|---|---|---|---|---|"]
     for r in s.designs.itertuples():
         lines.append(f"| {r.seeds} | {r.eval_reps} | {r.eval_corr:g} | {r.detectable:.1f} | {r.hours:.1f} |")
-    lines += ["", s.sentence()]
+    lines += ["", _wrapped(s.sentence())]
     lines += ["", "| arm | seeds | SD total | SD evaluation | SD training | evaluation share |", "|---|---|---|---|---|---|"]
     for arm, r in s.components.iterrows():
         lines.append(f"| {arm} | {r.seeds:.0f} | {r.sd_total:.1f} | {r.sd_eval:.1f} | {r.sd_train:.1f} | {r.eval_share:.2f} |")

@@ -133,12 +133,8 @@ def docker_available(image: str = DEFAULT_IMAGE) -> str | None:
 
 
 def device_requests(devices: tuple[str, ...]) -> list:
-    """The docker SDK's GPU request for exactly the host GPUs ``devices`` (none for none).
-
-    Always by id: a request by ``count`` lets the engine choose, and it gives every container the
-    same first GPU (a training GPU on a training node). The ids come from the sandbox's
-    :class:`~wmrl.sandbox.gpus.GpuPool`, or from Ray's assignment under the Ray executor.
-    """
+    """The docker SDK's request for exactly the host GPUs ``devices``, by id: a request by ``count``
+    would give every container the same first GPU."""
     if not devices:
         return []
     from docker.types import DeviceRequest

@@ -59,9 +59,8 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "N
 
 
 def default_wall_timeout(cpu_s: float) -> float:
-    """The wall-clock backstop of a ``cpu_s`` CPU-second budget: generous, so that only a program
-    that sleeps or blocks meets it. On a heavily shared machine a CPU-bound script may get a third
-    of a core or less, so a 3x backstop can fire before the CPU budget is used; 5x leaves room."""
+    """The wall-clock backstop of a ``cpu_s`` CPU-second budget, for programs that sleep or block: 5x, since
+    on a shared machine a CPU-bound script may get a third of a core or less."""
     return max(5.0 * cpu_s, cpu_s + 10.0)
 
 

@@ -52,11 +52,8 @@ def action_noise(seed: int, stream: int, keys, horizon: int, act_dim: int) -> np
 
 
 def train_draws(seed: int, step: int, n_groups: int, n_tasks: int, n_states: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (task, training state) of each group of training ``step``, group ``g`` from ``(seed, step, g)`` alone.
-
-    So every arm of ``seed`` trains on the same groups, and an arm that samples fewer groups a step
-    (``anchor_only``) on the first ``n_groups`` of them.
-    """
+    """The (task, training state) of each group of training ``step``, group ``g`` from ``(seed, step, g)``
+    alone: every arm of ``seed`` trains on the same groups (``anchor_only`` on the first of them)."""
     draws = [np.random.default_rng([seed, TRAIN_DRAWS, step, g]).integers([n_tasks, n_states]) for g in range(n_groups)]
     tasks, states = np.asarray(draws, dtype=int).reshape(n_groups, 2).T
     return tasks, states

@@ -56,12 +56,8 @@ def stored_result(cfg: VLAConfig, preset: str, results=None, tag: str | None = N
 
 def run_one(cfg: VLAConfig, preset: str, results: str | Path | None = None, *, tag: str | None = None,
             progress_bar: bool = True) -> dict:
-    """Train (or resume) and evaluate the run ``cfg`` into its folder; returns its result.
-
-    ``preset`` and ``tag`` name the folder (``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>``);
-    a result already there with the same config is returned as it is. The run uses one torch thread
-    (:func:`one_torch_thread`).
-    """
+    """Train (or resume) and evaluate the run ``cfg`` into ``<results>/vla/<preset>/<arm>[~<tag>]/seed<S>``,
+    on one torch thread; a result already there with the same config is returned as it is."""
     with one_torch_thread():
         return _run_one(cfg, preset, results, tag, progress_bar)
 

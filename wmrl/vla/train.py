@@ -152,13 +152,9 @@ def _auc(success: np.ndarray, progress: np.ndarray) -> float:
 
 
 def fidelity(success: np.ndarray, progress: np.ndarray) -> dict:
-    """The world model's fidelity on one step's ``(G, n)`` rollouts: what hacking would move.
-
-    ``progress_if_success`` / ``progress_if_failure``: mean progress by outcome;
-    ``progress_auc``: ROC AUC of progress for success over all rollouts; ``progress_auc_within``:
-    its mean over the groups that have both outcomes (the within-group ranking GRPO's advantages
-    use), with ``groups_mixed`` such groups.
-    """
+    """The world model's fidelity on one step's ``(G, n)`` rollouts: mean progress by outcome, the ROC AUC
+    of progress for success over all rollouts and within the ``groups_mixed`` groups with both outcomes
+    (the ranking GRPO's advantages use)."""
     within = [_auc(s, p) for s, p in zip(success, progress) if 0 < s.sum() < s.size]
     return {"progress_if_success": _mean(progress[success == 1]), "progress_if_failure": _mean(progress[success == 0]),
             "progress_auc": _auc(success.reshape(-1), progress.reshape(-1)),

@@ -67,13 +67,9 @@ def fidelity_rows(items: Sequence[tuple[object, str]], results: Sequence, preds:
 
 
 def within_group_spearman(rows: pd.DataFrame, min_size: int = 3) -> tuple[float, int]:
-    """Mean over groups of the Spearman correlation of predicted and real reward, and the group count.
-
-    A group counts when it has at least ``min_size`` items and its real rewards differ (otherwise
-    there is nothing to rank). A world model that predicts one value for the whole group ranks
-    nothing: its correlation counts as 0, not as missing, so predicting constants cannot score well.
-    Returns ``(nan, 0)`` when no group counts.
-    """
+    """Mean over groups (of ``min_size`` items or more, real rewards not all equal) of the Spearman correlation
+    of predicted and real reward, and the group count; a constant prediction counts as 0, so it cannot score
+    well. ``(nan, 0)`` when no group counts."""
     values = []
     for _, g in rows.groupby("group", sort=False):
         if len(g) < min_size or g.real_reward.nunique() < 2:

@@ -34,7 +34,9 @@ from wmrl.world_model.prompts import (
 __all__ = ["COUNTS", "DefaultedVerdictsError", "LLMWorldModel", "stat_rates"]
 
 MODES = ("decomposed", "holistic")
-#: What :meth:`LLMWorldModel.stats` counts (the backend's own counts follow as ``backend_*``).
+#: What :meth:`LLMWorldModel.stats` counts: ``requests`` (conversations, repairs included), ``parse_failures``
+#: (replies unusable after the repair round), ``no_reply``, ``defaulted`` (verdicts read as a pass for either
+#: reason), ``demoted`` (unsure fails read as a pass), ...
 COUNTS = ("predictions", "gated", "requests", "repairs", "parse_failures", "no_reply", "defaulted", "demoted")
 
 
@@ -43,11 +45,8 @@ class DefaultedVerdictsError(RuntimeError):
 
 
 def stat_rates(counts: dict) -> dict[str, float]:
-    """The rates of :meth:`LLMWorldModel.stats`' counts, per check asked (a repair is not a second check).
-
-    A function of the counts alone, so a run can sum its per-step counts (which survive a resume)
-    and get the run's rates from the sums.
-    """
+    """The rates of :meth:`LLMWorldModel.stats`' counts, per check asked (a repair is not a second check);
+    from counts alone, so a run's summed per-step counts give its rates."""
     checks = counts["requests"] - counts["repairs"]
     return {"parse_failure_rate": counts["parse_failures"] / checks if checks else 0.0,
             "defaulted_rate": counts["defaulted"] / checks if checks else 0.0}
@@ -94,13 +93,8 @@ class LLMWorldModel:
         self.rng = np.random.default_rng(seed)
 
     def stats(self) -> dict[str, float]:
-        """Counts since construction: :data:`COUNTS`, the backend's as ``backend_*``, and the rates.
-
-        ``requests`` counts conversations asked (repairs included); ``parse_failures`` replies
-        still unusable after the repair round; ``no_reply`` requests the backend got no answer
-        to; ``defaulted`` the verdicts read as a pass for either reason; ``demoted`` unsure fails
-        read as a pass. ``parse_failure_rate`` and ``defaulted_rate`` are per check asked.
-        """
+        """Counts since construction (:data:`COUNTS`), the backend's as ``backend_*``, and
+        :func:`stat_rates`."""
         counts = {key: self._counts[key] for key in COUNTS}
         backend_stats = getattr(self.backend, "stats", None)
         if callable(backend_stats):

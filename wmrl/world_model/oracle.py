@@ -168,8 +168,7 @@ class OracleWorldModel:
         return self.predict_many([(task, code)])[0]
 
     def oracle_costs(self) -> dict:
-        """What knowing the truth really cost since the last call, then reset: ``count`` (scripts the
-        sandbox ran for it: every prediction is a lookup, and neither a memo hit nor the gate runs
-        anything), ``charged_s`` (their CPU seconds) and ``actual_s`` (the wall seconds they took)."""
+        """What knowing the truth cost since the last call, then reset: ``count`` (scripts the sandbox ran
+        for it), ``charged_s`` (their CPU seconds) and ``actual_s`` (their wall seconds)."""
         out, self._costs = self._costs, {"actual_s": 0.0, "charged_s": 0.0, "count": 0}
         return out

@@ -51,13 +51,8 @@ SEED = 0
 
 
 def strip_thinking(reply: str) -> str:
-    """The answer part of ``reply``: what follows its last ``</think>``.
-
-    A reply with a closing tag and no opening one is a reply whose generation prompt opened the
-    block (Qwen3's thinking-2507 templates do): everything before the tag is still thinking. A
-    reply that opens a block and never closes it (the turn's budget ran out mid-thought) has no
-    answer beyond what came before the tag. A reply without tags is all answer.
-    """
+    """The answer part of ``reply``: what follows its last ``</think>`` (a template may open the block
+    in the prompt); a block never closed (cut mid-thought) leaves only what precedes it."""
     reply = reply or ""
     if THINK_CLOSE in reply:
         return reply.rsplit(THINK_CLOSE, 1)[1]

@@ -323,30 +323,10 @@ class CpuMeter:
         return ticks / self.tick + reaped.ru_utime + reaped.ru_stime
 
 
-def supervise(spec):
-    meta_fd = os.open(spec["meta_dir"], os.O_RDONLY | os.O_DIRECTORY)  # before mounts may cover it
-    with open(os.path.join(spec["meta_dir"], "solution.py"), "rb") as fh:
-        code = fh.read()
-    if spec.get("mounts"):
-        apply_mounts(spec)
-    prepare_workdir(spec, code)
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.signal(signal.SIGTERM, lambda *_: None)  # the host's TERM reaches the solution's group
-    (out_r, out_w), (err_r, err_w), (rep_r, rep_w) = os.pipe(), os.pipe(), os.pipe()
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(spec, out_w, err_w, rep_w)
-    for fd in (out_w, err_w, rep_w):
-        os.close(fd)
-    caps = {out_r: _Capture(spec["tail_bytes"]), err_r: _Capture(spec["tail_bytes"])}
-    poller = select.poll()
-    for fd in (*caps, wake_r):
-        poller.register(fd, select.POLLIN)
-    meter = CpuMeter(spec, pid)
+def _watch(spec, pid, start, caps, poller, meter):
+    """Poll the solution until it exits: capture its output, end its tree past the CPU budget or the
+    wall deadline (TERM, then KILL after the grace period). Returns the timeout kind (or None) and
+    ``(raw_status, usage, wall_s)``."""
     cpu_limit, wall_deadline = spec["cpu_limit_s"], start + spec["wall_limit_s"]
     kill_at, timed_out, waited = None, None, None
     while waited is None:
@@ -379,8 +359,12 @@ def supervise(spec):
         got, raw_status, usage = os.wait4(pid, os.WNOHANG)
         if got == pid:
             waited = (raw_status, usage, time.monotonic() - start)
-    _kill_leftovers(spec, pid)
-    for fd, cap in caps.items():  # drain what is left; writers are gone now
+    return timed_out, waited
+
+
+def _drain(caps, rep_r):
+    """Read what the ended tree left in the output pipes, and the child's report ({} if none)."""
+    for fd, cap in caps.items():  # writers are gone now
         os.set_blocking(fd, False)
         try:
             while data := os.read(fd, 65536):
@@ -389,12 +373,40 @@ def supervise(spec):
             pass
     os.set_blocking(rep_r, False)
     try:
-        report = marshal.loads(os.read(rep_r, 8192))
+        return marshal.loads(os.read(rep_r, 8192))
     except (BlockingIOError, EOFError, ValueError, TypeError):  # nothing (or garbage) reported
-        report = {}
-    raw_status, usage, wall = waited
+        return {}
+
+
+def supervise(spec):
+    meta_fd = os.open(spec["meta_dir"], os.O_RDONLY | os.O_DIRECTORY)  # before mounts may cover it
+    with open(os.path.join(spec["meta_dir"], "solution.py"), "rb") as fh:
+        code = fh.read()
+    if spec.get("mounts"):
+        apply_mounts(spec)
+    prepare_workdir(spec, code)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: None)  # the host's TERM reaches the solution's group
+    (out_r, out_w), (err_r, err_w), (rep_r, rep_w) = os.pipe(), os.pipe(), os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(spec, out_w, err_w, rep_w)
+    for fd in (out_w, err_w, rep_w):
+        os.close(fd)
+    caps = {out_r: _Capture(spec["tail_bytes"]), err_r: _Capture(spec["tail_bytes"])}
+    poller = select.poll()
+    for fd in (*caps, wake_r):
+        poller.register(fd, select.POLLIN)
+    meter = CpuMeter(spec, pid)
+    timed_out, (raw_status, usage, wall) = _watch(spec, pid, start, caps, poller, meter)
+    _kill_leftovers(spec, pid)
+    report = _drain(caps, rep_r)
     cpu = max(meter.read(), usage.ru_utime + usage.ru_stime)  # the whole tree, everything now ended
-    if timed_out is None and cpu > cpu_limit:  # over budget between two polls: the same verdict
+    if timed_out is None and cpu > spec["cpu_limit_s"]:  # over budget between two polls: the same verdict
         timed_out = "cpu"
     status = {
         "exit_code": os.WEXITSTATUS(raw_status) if os.WIFEXITED(raw_status) else None,
@@ -407,7 +419,6 @@ def supervise(spec):
     status_fd = os.open("status", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=meta_fd)
     os.write(status_fd, marshal.dumps(status))
     os.close(status_fd)
-
 
 if __name__ == "__main__":
     with open(sys.argv[1], "rb") as fh:

@@ -84,11 +84,8 @@ def _die_with_parent(parent):
 
 
 def _fresh_process_state(spec):
-    """What a new interpreter would have and a fork does not: its environment, fresh RNG seeds.
-
-    ``random`` reseeds itself after a fork; numpy's global RandomState (behind ``np.random.*``
-    and sklearn's ``random_state=None``) does not, and every job would repeat the same numbers.
-    """
+    """What a new interpreter would have and a fork does not: its environment, and a fresh seed for numpy's
+    global RandomState (``random`` reseeds itself after a fork; numpy's would repeat its numbers every job)."""
     os.environ.clear()
     os.environ.update(spec["env"])
     if "numpy.random" in sys.modules:
