@@ -136,3 +136,22 @@ def test_a_local_sandbox_states_this_interpreters_libraries():
 
     assert Sandbox("local").facts.library_versions() == library_versions()
     assert LAPTOP.library_versions() == library_versions()  # facts that do not say: this interpreter's
+
+
+def test_the_paper_presets_slot_fits_a_gpu_script_and_both_prompts_state_it(pool):
+    """llm-paper's slot: a GPU, memory and shared memory sized for a GPU Kaggle script, not the laptop's 2 GB."""
+    from wmrl.presets import run_config
+    from wmrl.trainer.components import make_sandbox
+    from wmrl.trainer.llm.train import rollout_settings
+
+    cfg = run_config("wmrl", "llm-paper", agent="llm")
+    box = cfg.sandbox
+    assert box.gpus == 1 and box.cpus >= 4 and box.memory_mb >= 32768 and box.work_mb >= 8192
+    facts = make_sandbox(box).facts
+    assert (facts.memory_mb, facts.cpus, facts.work_mb) == (box.memory_mb, box.cpus, box.work_mb)
+    task = pool["iris_species"]
+    for text in (rollout_settings(cfg).messages(task)[1]["content"], system_prompt(task, sandbox=facts)):
+        assert f"memory {box.memory_mb} MB" in text and f"/dev/shm {box.work_mb} MB" in text
+        assert f"{box.cpus:g} CPU cores" in text
+    laptop = system_prompt(task, sandbox=LAPTOP)
+    assert "/dev/shm" not in laptop  # no GPU, no DataLoader workers: the CPU prompts leave shared memory out

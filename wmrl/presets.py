@@ -217,11 +217,15 @@ PRESETS.update({p.name: p for p in (
         "bf16, ~13 GB upcast to fp32 for the log-softmax) with gradient checkpointing (activations kept at "
         "36 layer boundaries, ~4 GB, instead of every layer's), leaving room for the colocated vLLM engine's "
         "weights and KV cache. A checkpoint (weights and optimiser state, ~64 GB) every 10 steps, not every "
-        "step: a step takes minutes to hours (executions of up to 1200 CPU s), so a kill loses at most 10.",
+        "step: a step takes minutes to hours (executions of up to 1200 CPU s), so a kill loses at most 10. "
+        "Each execution gets a slot like a Kaggle GPU notebook's: one GPU, 4 CPU cores, 32 GB of memory and "
+        "8 GB each of /tmp and /dev/shm (a DataLoader's workers pass batches through /dev/shm); eight such slots "
+        "on the node's three sandbox GPUs take 32 cores and 256 GB of host memory, 64 GB of it shared memory.",
         run={"agent.model": "Qwen/Qwen3-4B", "train.steps": 400, "train.groups_per_step": 8, "train.group_size": 8,
              "train.max_turns": 4, "train.lr": 1e-6, "eval.every": 50, "eval.samples": 8,
              "method.od_min_pairs": 200, "method.od_refit_every": 64, "sandbox.timeout_s": 1200.0,
              "sandbox.backend": "docker", "sandbox.gpus": 1, "sandbox.gpu_devices": "5,6,7",
+             "sandbox.cpus": 4.0, "sandbox.memory_mb": 32768, "sandbox.work_mb": 8192,
              "sandbox.image": "wmrl-sandbox:cuda", "sandbox.workers": 8, "world_model.kind": "llm",
              "world_model.backend": "openai", "world_model.base_url": "http://127.0.0.1:8001/v1",
              "world_model.model": "Qwen/Qwen3-4B", "llm.max_new_tokens": 4096, "llm.obs_max_tokens": 1024,

@@ -38,7 +38,8 @@ class SandboxFacts:
     that sleep or block; ``warm_start``: scripts start in an interpreter that has already
     imported ``preloaded`` (their import time is then neither spent nor counted); ``libraries``:
     the Python and library versions of the interpreter that runs the scripts, as ``(name, version)``
-    pairs (a Docker image's own, not this machine's).
+    pairs (a Docker image's own, not this machine's); ``work_mb``: the size of ``/tmp``, of ``/dev/shm``
+    (where a PyTorch DataLoader's workers pass their batches) and of the private work folder, each.
     """
 
     backend: str
@@ -50,6 +51,7 @@ class SandboxFacts:
     warm_start: bool
     preloaded: tuple[str, ...]
     libraries: tuple[tuple[str, str], ...] = ()
+    work_mb: int = SandboxConfig.work_mb
 
     def library_versions(self) -> dict[str, str]:
         """The versions a prompt names: ``libraries``, or this interpreter's for facts that do not say."""
@@ -126,7 +128,7 @@ class Sandbox:
         libraries = library_versions() if self.backend == "local" else self._image_libraries()
         return SandboxFacts(self.backend, self.limits.timeout_s, self.limits.wall_timeout_s, self.limits.memory_mb,
                             self.limits.cpus, self.limits.gpus, warm, PRELOAD if warm else (),
-                            tuple(sorted(libraries.items())))
+                            tuple(sorted(libraries.items())), self.limits.tmpfs_mb)
 
     def _image_libraries(self) -> dict[str, str]:
         """The Docker image's own versions, or none where no engine or image is there to ask (then nothing can

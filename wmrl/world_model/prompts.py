@@ -125,7 +125,8 @@ def sandbox_limits(time_limit_s: float, sandbox: SandboxFacts | None = None) -> 
     """The sandbox's limits in the prompt's words.
 
     With ``sandbox`` (the facts of the sandbox the prediction is about) every limit it has: the
-    CPU budget, the wall-clock backstop, memory, cores and GPUs. Without it only the CPU budget
+    CPU budget, the wall-clock backstop, memory, cores and GPUs (with a GPU, the size of ``/tmp`` and
+    ``/dev/shm``, which a DataLoader's workers fill). Without it only the CPU budget
     ``time_limit_s`` is known, and nothing else is claimed.
     """
     if sandbox is None:
@@ -133,7 +134,8 @@ def sandbox_limits(time_limit_s: float, sandbox: SandboxFacts | None = None) -> 
                 "threads together.")
     cores = f"{sandbox.cpus:g} CPU core{'' if sandbox.cpus == 1 else 's'}"
     gpus = f"{sandbox.gpus} GPU{'' if sandbox.gpus == 1 else 's'} (CUDA)" if sandbox.gpus else "no GPU"
-    return (f"No internet. Hardware: {cores}, {gpus}, memory {sandbox.memory_mb} MB (more is a MemoryError).\n"
+    shm = f"; /tmp and /dev/shm {sandbox.work_mb} MB each" if sandbox.gpus else ""
+    return (f"No internet. Hardware: {cores}, {gpus}, memory {sandbox.memory_mb} MB (more is a MemoryError){shm}.\n"
             f"Time limit: {sandbox.cpu_budget_s:g} seconds of CPU time, all the script's processes and threads "
             f"together, and at most {sandbox.wall_timeout_s:g} seconds of wall time.")
 

@@ -122,8 +122,9 @@ def sandbox_lines(sandbox: SandboxFacts, library_versions: dict[str, str]) -> li
     py = library_versions.get("python", "3.11")
     cores = f"{sandbox.cpus:g} CPU core{'' if sandbox.cpus == 1 else 's'}"
     gpus = f"{sandbox.gpus} GPU{'' if sandbox.gpus == 1 else 's'} (CUDA)" if sandbox.gpus else "no GPU"
+    shm = f", /tmp and /dev/shm {sandbox.work_mb} MB each" if sandbox.gpus else ""
     return [f"Python {py} with {libs}. No internet.",
-            f"Hardware: {cores}, {gpus}, memory {sandbox.memory_mb} MB.",
+            f"Hardware: {cores}, {gpus}, memory {sandbox.memory_mb} MB{shm}.",
             (f"Time limit: {sandbox.cpu_budget_s:g} s of CPU time (all the script's processes and threads "
              f"together), and at most {sandbox.wall_timeout_s:g} s of wall time.")]
 
