@@ -462,3 +462,31 @@ def test_trls_importance_sampling_ratio_is_one_when_the_sampler_is_the_policy(po
     assert np.abs(ratio[mask].numpy() - 1.0).max() > 0.1
     with pytest.raises(TypeError):
         _trl_ratio(folder, tmp_path / "none", rollout_func(None))
+
+
+class DrawingLLM(FakeLLM):
+    """Samples its tokens from torch's default generator, as vLLM's sampler does without per-request seeds."""
+
+    def generate(self, prompts, sampling_params, use_tqdm=False):
+        import torch
+
+        n = sampling_params.kwargs["max_tokens"]
+        return [type("Out", (), {"prompt_token_ids": p["prompt_token_ids"],
+                                 "outputs": [_Completion(torch.randint(0, 1000, (n,)).tolist(), self.top)]})()
+                for p in prompts]
+
+
+def test_a_colocated_engine_draws_from_the_calls_seed_and_leaves_the_training_rng_alone(monkeypatch):
+    import torch
+
+    from wmrl.trainer.llm.generate import VLLMGenerator
+
+    _, trainer = _trl_engine(monkeypatch, DrawingLLM())
+    gen = VLLMGenerator(trainer)
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    first, _ = gen.generate([[1], [1]], 6, seed=7)
+    assert torch.equal(torch.get_rng_state(), state)  # the training's generator is untouched
+    assert first[0] != first[1]  # two members of a group draw apart within one call
+    assert gen.generate([[1], [1]], 6, seed=7)[0] == first  # the same seed draws the same
+    assert gen.generate([[1], [1]], 6, seed=8)[0] != first  # another run's seed draws otherwise

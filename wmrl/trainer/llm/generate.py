@@ -18,14 +18,19 @@ not report them).
 - :class:`VLLMGenerator`: TRL's vLLM engine (colocate or server mode) on GPUs; TRL keeps its
   weights in sync with the policy before each ``rollout_func`` call. Its per-token log-probs are
   what TRL's ``vllm_importance_sampling_correction`` divides the policy's probabilities by, to
-  correct for the numerical gap between the vLLM sampler and the training model. vLLM's sampling
-  is not seeded per call (one seed for a batch would give every member of a group the same
-  sample); a vLLM run is reproducible in distribution, not bit for bit.
+  correct for the numerical gap between the vLLM sampler and the training model. A colocated engine
+  samples from the process's default torch generator (vLLM's per-request seeds would give every
+  member of a group one sample), so each call seeds it from ``seed`` inside a forked RNG, as the
+  in-process generator does: the draws follow the run's seed, not TRL's engine seed (the process
+  index), and leave the training's RNG as it was. A server samples in another process, which no
+  call can seed. vLLM's kernels are not bit-deterministic, so a vLLM run is reproducible in
+  distribution, not bit for bit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from typing import Protocol
 
 import torch
@@ -153,14 +158,15 @@ class VLLMGenerator:
     def generate(self, contexts, max_new_tokens, seed):
         engine = self.engine
         contexts = [list(c) for c in contexts]
-        rows, filler = self._rows_in_step(contexts)
+        rows, filler, seed = self._rows_in_step(contexts, seed)
         if rows == 0:
             return [], []  # nothing to sample anywhere: the engine is not asked for nothing
         padded = contexts + [filler] * (rows - len(contexts))
         budget = engine.max_completion_length
         engine.max_completion_length = int(max_new_tokens)
         try:
-            _, completions, logprobs, token_ids = engine.generate(prompts=padded, images=None, num_generations=1)
+            with _seeded(seed if engine.mode == "colocate" else None):
+                _, completions, logprobs, token_ids = engine.generate(prompts=padded, images=None, num_generations=1)
         finally:
             engine.max_completion_length = budget
         n = len(contexts)  # the filler rows' samples are dropped
@@ -175,8 +181,9 @@ class VLLMGenerator:
         return completions, [_sampled_logprobs(ids, lps, tids)
                              for ids, lps, tids in zip(completions, logprobs[:n], token_ids)]
 
-    def _rows_in_step(self, contexts: list[list[int]]) -> tuple[int, list[int]]:
-        """How many prompts this process sends, and the filler prompt that makes up the difference.
+    def _rows_in_step(self, contexts: list[list[int]], seed: int) -> tuple[int, list[int], int]:
+        """How many prompts this process sends, the filler prompt that makes up the difference, and the seed
+        of the engine's draws (the first peer's: the ranks of a tensor-parallel engine must draw alike).
 
         TRL's server mode gathers every process's prompts, samples them in one call and hands process
         ``i`` the rows ``i * len(prompts)`` onwards; colocated tensor parallelism slices each rank's share
@@ -185,7 +192,7 @@ class VLLMGenerator:
         count, its own prompts then copies of a one-token filler, whose samples it drops.
         """
         engine = self.engine
-        mine = (len(contexts), contexts[0][:1] if contexts else None)
+        mine = (len(contexts), contexts[0][:1] if contexts else None, int(seed))
         if engine.mode == "server":
             from accelerate.utils import gather_object
 
@@ -197,9 +204,24 @@ class VLLMGenerator:
             dist.all_gather_object(peers, mine, group=engine.tp_group)
         else:
             peers = [mine]  # colocated, one rank per engine: this process's rows alone
-        rows = max(count for count, _ in peers)
-        filler = next((first for _, first in peers if first), [0])
-        return rows, filler
+        rows = max(count for count, _, _ in peers)
+        filler = next((first for _, first, _ in peers if first), [0])
+        return rows, filler, peers[0][2]
+
+
+@contextmanager
+def _seeded(seed: int | None):
+    """Seed torch's generators (the CPU's and this process's GPU's) for the block, restoring them after;
+    nothing for ``None``."""
+    if seed is None:
+        yield
+        return
+    import torch
+
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
 
 
 def _sampled_logprobs(ids: list[int], logprobs: list[list], token_ids: list[list[int]] | None) -> list[float | None]:
