@@ -23,7 +23,7 @@ from pathlib import Path
 
 from wmrl.presets import notebook_params
 
-__all__ = ["CAMPAIGNS", "RENAMED", "Campaign", "Runs", "campaign_of", "check_campaign", "check_tag", "claimed_by",
+__all__ = ["ALIASES", "CAMPAIGNS", "Campaign", "Runs", "campaign_of", "check_campaign", "check_tag", "claimed_by",
            "quick_seed", "selection"]
 
 DEFAULT = ""  # the tag of a default (untagged) run: its folder is the arm's name
@@ -89,14 +89,14 @@ CAMPAIGNS: dict[str, Campaign] = {
 
 #: Words a user may type for a campaign that are not its name, with the campaign each means: the paper's
 #: experiments are the ``core`` campaign ("paper" names the publication and its scale only).
-RENAMED = {"paper": "core"}
+ALIASES = {"paper": "core"}
 
 
 def check_campaign(name: str) -> str:
     """``name`` if it is a campaign, else a ValueError that names the campaign meant (or lists them)."""
-    if name in RENAMED:
-        raise ValueError(f"there is no campaign {name!r}: notebooks 00-06 and 11 are the {RENAMED[name]!r} campaign "
-                         f"(--campaign {RENAMED[name]}, CAMPAIGN={RENAMED[name]})")
+    if name in ALIASES:
+        raise ValueError(f"there is no campaign {name!r}: notebooks 00-06 and 11 are the {ALIASES[name]!r} campaign "
+                         f"(--campaign {ALIASES[name]}, CAMPAIGN={ALIASES[name]})")
     if name not in CAMPAIGNS:
         raise ValueError(f"unknown campaign {name!r}; choose one of {sorted(CAMPAIGNS)}")
     return name

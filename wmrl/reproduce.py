@@ -687,6 +687,7 @@ def _report(runs: list[NotebookRun]) -> int:
 
 
 def main(argv=None) -> int:
+    """The command line (the module's docstring): train, redraw or replay the notebooks asked for, then report."""
     parser = _parser()
     args = parser.parse_args(argv)
     where = _check_args(parser, args)
