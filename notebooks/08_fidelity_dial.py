@@ -238,11 +238,11 @@ for profile in cfg["FIDELITY_PROFILES"]:
                   "n": len(per_seed), "spearman": m, "lo": lo, "hi": hi, "labels": labels})
 SUB05 = f"fidelity/{cfg.preset}"
 try:
-    fixed = {"program analysis (paper), fixed set": nb.load_results("static_rows", cfg, SUB05)}
+    fixed = {"program analysis (train_split), fixed set": nb.load_results("static_rows", cfg, SUB05)}
     try:
         llm = nb.load_results("llm_rows", cfg, SUB05)
         fixed["SmolLM2 LLM, fixed set"] = llm
-        fixed["program analysis (paper), the LLM's scripts"] = fixed["program analysis (paper), fixed set"].iloc[:len(llm)]
+        fixed["program analysis (train_split), the LLM's scripts"] = fixed["program analysis (train_split), fixed set"].iloc[:len(llm)]
     except nb.ParameterError:
         print(f"no SmolLM2 scores in {cfg.results_dir / SUB05} (notebook 05 skips them without the `llm` extra)")
 except nb.ParameterError:
