@@ -110,3 +110,11 @@ def test_a_run_folder_from_a_task_is_written_whole_before_its_summary_and_replac
     assert sorted(p.name for p in out.parent.iterdir()) == ["seed0"]
     assert json.loads((out / "summary.json").read_text())["provenance"]["executions"] == (
         "record:results/executions/core.jsonl.gz")  # the campaign's record, as a run trained here names it
+
+
+def test_the_loader_that_trains_is_ensure_arm_runs_and_its_other_name_says_so():
+    from wmrl.experiments.collect import ensure_arm_runs, load_arm_runs
+
+    assert callable(ensure_arm_runs)
+    with pytest.raises(NameError, match=r"ensure_arm_runs\(cfg, arms"):
+        load_arm_runs(None, ["wmrl"])
