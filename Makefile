@@ -18,22 +18,22 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 venv: $(VENV)/.installed
 
-## Each campaign removes its own runs (--fresh), retrains, replays, rewrites RESULTS.md (dial, beyond after paper); EXECUTOR=ray: docs/cluster.md.
+## Each campaign removes its own runs (--fresh), retrains, redraws, rewrites RESULTS.md (dial, beyond after core); EXECUTOR=ray: docs/cluster.md.
 reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VENV)/.installed
-	$(REPRODUCE) --campaign $(or $(subst reproduce-,,$(filter reproduce-%,$@)),paper) --fresh
-## Continue an interrupted campaign (CAMPAIGN=paper, dial, beyond, primary or llm): finished runs are kept.
-CAMPAIGN ?= paper
+	$(REPRODUCE) --campaign $(or $(subst reproduce-,,$(filter reproduce-%,$@)),core) --fresh
+## Continue an interrupted campaign (CAMPAIGN=core, dial, beyond, primary or llm): finished runs are kept.
+CAMPAIGN ?= core
 reproduce-resume: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(CAMPAIGN)
 ## Every recorded campaign retrained from its record into results/runs/replay-executions/ and compared.
 replay: $(VENV)/.installed
 	$(REPRODUCE) --replay-executions
 ## First looks in results/runs/small-seeds<S>/, nothing committed changes: notebooks 00-06 at seed 0 (QUICK_NOTEBOOKS=all:
-## the paper campaign); then reproduce-beyond-quick, the dial and beyond campaigns on those runs; notebook 07 at one seed.
+## the core campaign); then reproduce-beyond-quick, the dial and beyond campaigns on those runs; notebook 07 at one seed.
 QUICK_NOTEBOOKS ?= $(basename $(notdir $(wildcard notebooks/0[0-6]_*.ipynb)))
 reproduce-quick: $(VENV)/.installed
 	rm -rf results/runs/small-seeds0
-	$(REPRODUCE) $(if $(filter all,$(QUICK_NOTEBOOKS)),--campaign paper,--only $(QUICK_NOTEBOOKS)) --seeds 0
+	$(REPRODUCE) $(if $(filter all,$(QUICK_NOTEBOOKS)),--campaign core,--only $(QUICK_NOTEBOOKS)) --seeds 0
 reproduce-beyond-quick: $(VENV)/.installed
 	$(REPRODUCE) --campaign dial --seeds 0 --fresh
 	$(REPRODUCE) --campaign beyond --seeds 0 --fresh

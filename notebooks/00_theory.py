@@ -36,11 +36,11 @@
 # Sections 1-3 set up the problem, the gradient estimator and the training loop; section 9 collects
 # the numbers (the cell nbval checks) and says what they show, in sentences computed from them.
 #
-# `MODE="replay"` (the default) redraws everything from `results/theory/` in seconds;
+# `MODE="redraw"` (the default) redraws everything from `results/theory/` in seconds;
 # `MODE="train"` reruns the simulations (about a minute at the `small` preset on 2 cores).
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": redraw from RESULTS_DIR; "train": rerun the simulations and write RESULTS_DIR
+MODE = "redraw"  # "redraw": redraw from RESULTS_DIR; "train": rerun the simulations and write RESULTS_DIR
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (seconds) or "small" (about a minute)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/

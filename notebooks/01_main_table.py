@@ -36,11 +36,11 @@
 # | `wm` | the world model, every group | none |
 # | `wmrl` | world model; ~10% of groups also executed (anchors) | OD (isotonic) + IVD (rho-weighted fusion) |
 #
-# `MODE="replay"` (default) rebuilds every table and figure from `results/train/<PRESET>/`;
+# `MODE="redraw"` (default) rebuilds every table and figure from `results/train/<PRESET>/`;
 # `MODE="train"` first trains the (arm, seed) runs that are missing (shared with notebooks 02-04).
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -62,12 +62,12 @@ import pandas as pd
 from IPython.display import display
 
 from wmrl.experiments import claims, noise, paper, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table
+from wmrl.experiments.collect import ensure_arm_runs, load_table
 from wmrl.experiments.curves import compute_to_reach, learning_curves
 
 ARMS_HERE = list(cfg["MAIN_ARMS"])
 plots.use_style()
-runs = load_arm_runs(cfg, ARMS_HERE)
+runs = ensure_arm_runs(cfg, ARMS_HERE)
 curves = learning_curves(runs).assign(compute_min=lambda d: d.compute_s / 60)
 CATS = sorted(c.removeprefix("cat_") for c in runs.columns if c.startswith("cat_"))
 print(f"{len(runs)} runs; held-out categories: {CATS}; evaluation steps: {sorted(curves.step.unique())}")

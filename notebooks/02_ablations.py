@@ -42,7 +42,7 @@
 # `grpo` is trained too, as the reference of C22/C23. Runs are shared with notebook 01 (`wmrl`, `grpo`).
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -66,14 +66,14 @@ from IPython.display import display
 from wmrl.arms import get_arm
 from wmrl.denoise import fused_group_weights
 from wmrl.experiments import claims, paper, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
+from wmrl.experiments.collect import ensure_arm_runs, load_table, run_settings
 from wmrl.experiments.curves import learning_curves
 
 ARMS_HERE = list(cfg["ABLATION_ARMS"])
 plots.use_style()
-runs = load_arm_runs(cfg, ARMS_HERE)
+runs = ensure_arm_runs(cfg, ARMS_HERE)
 steps = load_table(runs, "steps")
-curves = learning_curves(pd.concat([runs, load_arm_runs(cfg, ["untrained"])]))  # step 0: the untrained policy
+curves = learning_curves(pd.concat([runs, ensure_arm_runs(cfg, ["untrained"])]))  # step 0: the untrained policy
 CATS = sorted(c.removeprefix("cat_") for c in runs.columns if c.startswith("cat_"))
 print(f"{len(runs)} runs; held-out categories: {CATS}")
 

@@ -38,7 +38,7 @@
 # measured counts. `grpo` is the all-execution reference. Runs are shared with notebooks 01-02.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -61,7 +61,7 @@ from IPython.display import display
 from wmrl.anchor import AnchorScheduler
 from wmrl.arms import get_arm
 from wmrl.experiments import claims, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
+from wmrl.experiments.collect import ensure_arm_runs, load_table, run_settings
 from wmrl.experiments.curves import learning_curves
 
 ARMS_HERE = list(cfg["ANCHOR_ARMS"])
@@ -69,9 +69,9 @@ if not {"anchor_only", "wmrl"} <= set(ARMS_HERE):
     raise nb.ParameterError(f"ANCHOR_ARMS must include 'anchor_only' and 'wmrl' (got {ARMS_HERE}); "
                             "papermill: -y 'ANCHOR_ARMS: [grpo, anchor_only, wmrl]'")
 plots.use_style()
-runs = load_arm_runs(cfg, ARMS_HERE)
+runs = ensure_arm_runs(cfg, ARMS_HERE)
 steps = load_table(runs, "steps")
-curves = learning_curves(pd.concat([runs, load_arm_runs(cfg, ["untrained"])]))  # step 0: the untrained policy
+curves = learning_curves(pd.concat([runs, ensure_arm_runs(cfg, ["untrained"])]))  # step 0: the untrained policy
 CATS = sorted(c.removeprefix("cat_") for c in runs.columns if c.startswith("cat_"))
 
 # %% [markdown]

@@ -32,7 +32,7 @@
 # 3. the paper's own arithmetic, what it implies for its 3-4× claim, and the same check on our runs.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -57,7 +57,7 @@ import pandas as pd
 
 from _compute import compute_findings  # beside this notebook
 from wmrl.experiments import costs, paper, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
+from wmrl.experiments.collect import ensure_arm_runs, load_table, run_settings
 from wmrl.ledger import COMPONENTS
 
 ARMS_HERE = list(cfg["COMPUTE_ARMS"])
@@ -65,7 +65,7 @@ if not {"grpo", "wmrl"} <= set(ARMS_HERE):
     raise nb.ParameterError(f"COMPUTE_ARMS must include 'grpo' and 'wmrl' (got {ARMS_HERE}); "
                             "papermill: -y 'COMPUTE_ARMS: [grpo, wm, wmrl, anchor_only]'")
 plots.use_style()
-runs = load_arm_runs(cfg, ARMS_HERE)
+runs = ensure_arm_runs(cfg, ARMS_HERE)
 ledger, steps = load_table(runs, "ledger"), load_table(runs, "steps")
 shape = run_settings(runs, "train.groups_per_step", "train.group_size", "method.anchor_fraction",
                      "sandbox.timeout_s").loc["wmrl"].iloc[0]  # this preset's training shape

@@ -34,9 +34,9 @@
 # 3. during training (`wmrl` runs): anchor-pair fidelity, $\hat\eta^2$ and $\rho$ per step, and the
 #    drift of the isotonic map (`calibration.json`);
 # 4. the program-analysis world model's error profiles, `pessimistic` (this project's first
-#    default, which failed scripts on suspicion), `paper` (today's default: pass unless a check
+#    default, which failed scripts on suspicion), `train_split` (pass unless a check
 #    finds a certain defect, as the paper's DEFAULT-TO-PASS prompt asks; its two fitted constants
-#    fitted on scripts of the training tasks) and `paper_tuning` (the same model, its constants
+#    fitted on scripts of the training tasks) and `tuning_split` (the same model, its constants
 #    fitted on the tuning split instead: tasks no run trains or evaluates on), on the scripts of
 #    the *trained* `wmrl` agent (first seed) and of the untrained one, training and held-out tasks,
 #    executed once (`measure` of `_wm_profile.py`, beside this notebook).
@@ -46,15 +46,15 @@
 # estimates its run time, and guesses a quality bucket from the script's traits. It is *not* a
 # frozen copy of the agent, as the paper's is: so the small analog leaves out the paper's controls
 # that come from sharing the backbone (the world model improving or degrading with the policy's
-# representation, and its errors being correlated with the agent's own blind spots). Its `paper`
+# representation, and its errors being correlated with the agent's own blind spots). Its `train_split`
 # profile's quality weights and budget margin were fitted once on a separate tuning set of scripts
 # of the training tasks (`python notebooks/_wm_profile.py tune --split train`: none of the scripts
 # below, no anchor pair of any run), so in training it scores tasks whose real outcomes it was
-# fitted on; the `paper_tuning` profile's were fitted on the pool's tuning split (`--split
+# fitted on; the `tuning_split` profile's were fitted on the pool's tuning split (`--split
 # tuning`), seven tasks that no run trains or evaluates on. Section 5 compares them.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": score the fixed set, train missing runs
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": score the fixed set, train missing runs
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds (of the wmrl training runs)
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -90,7 +90,7 @@ from wmrl.agent.habits import sample_items
 from wmrl.arms import get_arm
 from wmrl.config import MethodConfig
 from wmrl.experiments import plots
-from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
+from wmrl.experiments.collect import ensure_arm_runs, load_table, run_settings
 from wmrl.presets import run_config
 from wmrl.step import ivd_warmup_groups
 from wmrl.vocabulary import RUNG
@@ -139,7 +139,7 @@ if cfg.train:
                                                    pred_error=[p.error_type for p in preds],
                                                    pred_reward=[p.score for p in preds])
         nb.save_results(llm_rows, "llm_rows", cfg, SUB)
-runs = load_arm_runs(cfg, ["wmrl"])  # the training runs of section 4 (trained here in train mode)
+runs = ensure_arm_runs(cfg, ["wmrl"])  # the training runs of section 4 (trained here in train mode)
 if cfg.train and PER_TASK:  # section 5: the final policy of the first seed's run (its checkpoint.pt)
     from _wm_profile import item_rows, measure  # beside this notebook
 
@@ -416,15 +416,15 @@ print(summary.to_string())
 # Each script of the trained `wmrl` agent (its final policy; every turn of a group of
 # `FIDELITY_PROFILE_PER_TASK` trajectories per task, real feedback between turns) and of the
 # untrained one (its habits, as many scripts per task), executed once, is predicted by every profile
-# with the same seed: `pessimistic`, `paper` (constants fitted on the training tasks) and
-# `paper_tuning` (fitted on the tuning split). On the training tasks, `paper` against `paper_tuning`
+# with the same seed: `pessimistic`, `train_split` (constants fitted on the training tasks) and
+# `tuning_split` (fitted on the tuning split). On the training tasks, `train_split` against `tuning_split`
 # is what fitting the model on the tasks it scores buys it; on the held-out tasks neither was fitted.
 # When the committed run keeps no policy, the same run is trained again beside the results
 # (`results/runs/fidelity-policy/`) and its final policy measured; the table names it. Per (agent,
 # tasks, profile): the real and predicted rate of valid runs, status accuracy, MAE and mean error of
 # the ladder reward (calibration-in-the-large: > 0 is optimistic), Spearman over all scripts and
 # within a group (what GRPO's advantages use; a group predicted as one value counts 0). `(not tuned
-# on)` rows drop the scripts that are also in the `paper` profile's tuning set.
+# on)` rows drop the scripts that are also in the `train_split` profile's tuning set.
 
 # %% tags=["nbval-check-output"]
 from wmrl.experiments.wm_profile import fidelity_findings, profile_findings, summary_table

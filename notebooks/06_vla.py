@@ -40,11 +40,11 @@
 #
 # Sections: 1 the arms · 2 Table 2 beside ours · 3 per task · 4 figure: success · 5 learning curves
 # · 6 the world model's fidelity (hacking) · 7 the step object, recomputed from the logs · 8 cost ·
-# 9 claims · what we see. `MODE="replay"` (default) rebuilds everything from `results/vla/`;
+# 9 claims · what we see. `MODE="redraw"` (default) rebuilds everything from `results/vla/`;
 # `MODE="train"` runs every missing (arm, seed) first.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": run the missing (arm, seed) runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": run the missing (arm, seed) runs, then rebuild
 PRESET = "small"  # "smoke" (plumbing, seconds of training) or "small" (all arms x 3 seeds, ~15 min on 2 free cores)
 SEEDS = None  # None: the preset's seeds (wmrl/presets.py)
 RESULTS_DIR = "../results"  # relative to notebooks/

@@ -50,12 +50,12 @@
 #
 # Sections: 1 the arms and the configuration · 2 the warm start · 3 Table 1 beside ours · 4 per
 # task · 5 claims · 6 training, step by step · 7 compute · 8 the world model · figure · what we
-# see · 9 at paper scale. `MODE="replay"` (default) rebuilds everything from
+# see · 9 at paper scale. `MODE="redraw"` (default) rebuilds everything from
 # `results/train/<LLM_PRESET>/`; `MODE="train"` first trains the missing (arm, seed) runs
 # (`make reproduce-llm`; `results/timings.json` says how long it took).
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train the missing LLM runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train the missing LLM runs, then rebuild
 PRESET = "small"  # "smoke" (llm-smoke runs, minutes) or "small" (llm-small, under 2 h on 2 cores)
 SEEDS = None  # None: LLM_SEEDS (one warm start per seed); a list here wins
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -76,7 +76,7 @@ cfg = nb.check_params(globals(), notebook="07_llm_agent", keys=["LLM_PRESET", "L
 # The LLM runs live under their own preset; the notebook's seeds are LLM_SEEDS unless SEEDS was passed.
 llm_cfg = dataclasses.replace(cfg, preset=cfg["LLM_PRESET"], seeds=cfg.seeds if SEEDS is not None else cfg["LLM_SEEDS"])
 if not cfg.train and not (cfg.results_dir / "train" / llm_cfg.preset).is_dir():
-    raise nb.ParameterError(f"MODE='replay' needs LLM runs in {cfg.results_dir / 'train' / llm_cfg.preset}, which has "
+    raise nb.ParameterError(f"MODE='redraw' needs LLM runs in {cfg.results_dir / 'train' / llm_cfg.preset}, which has "
                             "none. Run with MODE='train' first (make reproduce-llm), or pass RESULTS_DIR / LLM_PRESET.")
 print(f"MODE={cfg.mode} PRESET={cfg.preset} -> LLM_PRESET={llm_cfg.preset} SEEDS={llm_cfg.seeds} arms={cfg['LLM_ARMS']}")
 
@@ -93,12 +93,12 @@ from matplotlib.ticker import MaxNLocator
 import _llm_agent as la  # this notebook's readout and claims, beside it
 from wmrl.arms import get_arm
 from wmrl.experiments import claims, paper, plots, stats
-from wmrl.experiments.collect import load_arm_runs
+from wmrl.experiments.collect import ensure_arm_runs
 from wmrl.presets import get_preset, run_config
 
 plots.use_style()
 ARMS_HERE = list(cfg["LLM_ARMS"])
-runs = load_arm_runs(llm_cfg, ARMS_HERE)
+runs = ensure_arm_runs(llm_cfg, ARMS_HERE)
 TRAINED = [a for a in ARMS_HERE if get_arm(a).train]
 START = "sft" if run_config("wmrl", llm_cfg.preset).llm.sft_steps > 0 else "untrained"  # what GRPO starts from
 r = la.readout(runs, ARMS_HERE)

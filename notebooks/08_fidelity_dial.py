@@ -43,7 +43,7 @@
 # (`summary.json`'s `compute_apart`, section 6) and never counted as an arm's cost.
 #
 # **Where the real world models sit.** The program-analysis world model at its error profiles
-# (`world_model.profile`, `FIDELITY_PROFILES`: `paper_tuning` marks the default runs shared with
+# (`world_model.profile`, `FIDELITY_PROFILES`: `tuning_split` marks the default runs shared with
 # notebooks 01-05; another profile, where asked, trains its own), measured on the same footing (their own runs'
 # anchor pairs); the SmolLM2 LLM world model, which cannot train the grammar agent on two cores,
 # from notebook 05's fixed set of scripts (another footing, labelled as such).
@@ -53,7 +53,7 @@
 # preset trains `wmrl` and the pure world model `wm` at three noise levels (0, 0.2, 1.0) on 3 seeds
 # (`FIDELITY_ARMS`, 18 runs), Table 3's uncorrected `mix` and `od` at the two ends of the dial only
 # (`FIDELITY_END_ARMS`, 12 runs: the levels claims D7 and D8 compare), and marks only the default
-# `paper_tuning` profile (notebook 05, section 5, compares the profiles on a trained agent). These 30 runs are
+# `tuning_split` profile (notebook 05, section 5, compares the profiles on a trained agent). These 30 runs are
 # a campaign of their own (`make reproduce-dial`), sized to its 2 hours; `mix` and `od` at the
 # middle level would take it past them. A wider dial is one parameter away:
 # `-y 'FIDELITY_ARMS: [wm, mix, od, wmrl]'`, `-y 'FIDELITY_LEVELS: [0.0, 0.08, 0.2, 0.4, 1.0]'` (60 runs;
@@ -65,7 +65,7 @@
 # bands, the break-even and the real world models' marks.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -75,7 +75,7 @@ FIDELITY_ARMS = None  # arms trained at every level (wm, mix, od, wmrl)
 FIDELITY_END_ARMS = None  # arms trained at the lowest and the highest noise only (mix, od)
 FIDELITY_BANDS = None  # reference arms without a world model, drawn as bands (grpo, anchor_only; default runs)
 FIDELITY_DISTORTION = None  # the oracle's monotone distortion phi: "optimistic" or "identity"
-FIDELITY_PROFILES = None  # program-analysis profiles marked on the axis (paper_tuning: the default runs)
+FIDELITY_PROFILES = None  # program-analysis profiles marked on the axis (tuning_split: the default runs)
 FIDELITY_PROFILE_ARMS = None  # arms trained with each profile to mark it (their anchor-pair Spearman and score)
 
 # %%
@@ -127,7 +127,7 @@ from _fidelity_dial import (
     run_fidelity,
 )
 from wmrl.experiments import claims, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table
+from wmrl.experiments.collect import ensure_arm_runs, load_table
 from wmrl.world_model.fidelity import within_group_spearman
 from wmrl.world_model.oracle import distort
 
@@ -139,9 +139,9 @@ PROFILE_ARMS = list(cfg["FIDELITY_PROFILE_ARMS"])
 TAGS = {s: oracle_tag(s, DIST) for s in LEVELS}
 TOP, BOTTOM = TAGS[LEVELS[0]], TAGS[LEVELS[-1]]  # the least and the most noise
 plots.use_style()
-parts = [load_arm_runs(cfg, BANDS)]  # the default runs, shared with notebooks 01-04
-parts += [load_arm_runs(cfg, LEVEL_ARMS[s], tag=TAGS[s], overrides=oracle_overrides(s, DIST)) for s in LEVELS]
-parts += [load_arm_runs(cfg, PROFILE_ARMS, tag=profile_tag(p), overrides=profile_overrides(p))
+parts = [ensure_arm_runs(cfg, BANDS)]  # the default runs, shared with notebooks 01-04
+parts += [ensure_arm_runs(cfg, LEVEL_ARMS[s], tag=TAGS[s], overrides=oracle_overrides(s, DIST)) for s in LEVELS]
+parts += [ensure_arm_runs(cfg, PROFILE_ARMS, tag=profile_tag(p), overrides=profile_overrides(p))
           for p in cfg["FIDELITY_PROFILES"]]
 runs = pd.concat(parts, ignore_index=True).drop_duplicates(["arm", "seed"]).reset_index(drop=True)
 steps, pairs = load_table(runs, "steps"), load_table(runs, "pairs")
@@ -238,11 +238,11 @@ for profile in cfg["FIDELITY_PROFILES"]:
                   "n": len(per_seed), "spearman": m, "lo": lo, "hi": hi, "labels": labels})
 SUB05 = f"fidelity/{cfg.preset}"
 try:
-    fixed = {"program analysis (paper), fixed set": nb.load_results("static_rows", cfg, SUB05)}
+    fixed = {"program analysis (train_split), fixed set": nb.load_results("static_rows", cfg, SUB05)}
     try:
         llm = nb.load_results("llm_rows", cfg, SUB05)
         fixed["SmolLM2 LLM, fixed set"] = llm
-        fixed["program analysis (paper), the LLM's scripts"] = fixed["program analysis (paper), fixed set"].iloc[:len(llm)]
+        fixed["program analysis (train_split), the LLM's scripts"] = fixed["program analysis (train_split), fixed set"].iloc[:len(llm)]
     except nb.ParameterError:
         print(f"no SmolLM2 scores in {cfg.results_dir / SUB05} (notebook 05 skips them without the `llm` extra)")
 except nb.ParameterError:

@@ -55,7 +55,7 @@
 # measures the residual there, not the average one.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -84,12 +84,12 @@ import pandas as pd
 
 from wmrl.anchor import AnchorScheduler
 from wmrl.experiments import claims, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table, run_settings
+from wmrl.experiments.collect import ensure_arm_runs, load_table, run_settings
 
 plots.use_style()
-frames = [load_arm_runs(cfg, [budget.REFERENCE, "untrained"])]
-frames += [load_arm_runs(cfg, [r.arm], tag=r.tag, overrides=r.overrides) for r in PLAN if r.tag is not None]
-frames += [load_arm_runs(cfg, [r.arm]) for r in PLAN if r.tag is None and r.arm != budget.REFERENCE]
+frames = [ensure_arm_runs(cfg, [budget.REFERENCE, "untrained"])]
+frames += [ensure_arm_runs(cfg, [r.arm], tag=r.tag, overrides=r.overrides) for r in PLAN if r.tag is not None]
+frames += [ensure_arm_runs(cfg, [r.arm]) for r in PLAN if r.tag is None and r.arm != budget.REFERENCE]
 R = budget.readout(pd.concat(frames, ignore_index=True).drop_duplicates(["arm", "seed"]), PLAN)
 runs, untrained = R.runs, R.untrained
 LABELS = [r.label for r in PLAN]

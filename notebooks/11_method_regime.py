@@ -58,7 +58,7 @@
 # replayed schedules, and the spread measured from the step after OD's first fit.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -90,14 +90,14 @@ from matplotlib.lines import Line2D
 
 from wmrl.arms import get_arm
 from wmrl.experiments import claims, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_table
+from wmrl.experiments.collect import ensure_arm_runs, load_table
 
 plots.use_style()
 MIXED = list(regime.TABLE3)  # Table 3's rows: both streams; their anchor pairs are replayed
-base = load_arm_runs(cfg, MIXED)
-sweep = pd.concat([load_arm_runs(cfg, ["od"], tag=v.tag, overrides=v.overrides) for v in SWEEP], ignore_index=True)
-std = load_arm_runs(cfg, MIXED, tag=STD.tag, overrides=STD.overrides)  # the same switch on every row
-warm = load_arm_runs(cfg, ["ivd"], tag=WARM.tag, overrides=WARM.overrides)
+base = ensure_arm_runs(cfg, MIXED)
+sweep = pd.concat([ensure_arm_runs(cfg, ["od"], tag=v.tag, overrides=v.overrides) for v in SWEEP], ignore_index=True)
+std = ensure_arm_runs(cfg, MIXED, tag=STD.tag, overrides=STD.overrides)  # the same switch on every row
+warm = ensure_arm_runs(cfg, ["ivd"], tag=WARM.tag, overrides=WARM.overrides)
 runs = pd.concat([base, sweep, std, warm], ignore_index=True)
 R = regime.readout(base, cfg["REGIME_FIRST_FITS"])  # sections 1 and 3, from the default runs (RESULTS.md reads the same)
 DEFAULT_FIT, REFIT, pairs = R.first_fit, R.refit_every, R.pairs

@@ -42,7 +42,7 @@
 # seeds that notebook 11 used; it then says that its test is not confirmatory.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's CONFIRM_SEEDS (seeds notebook 11 did not use)
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -68,12 +68,12 @@ from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 
 from wmrl.experiments import claims, plots, stats
-from wmrl.experiments.collect import load_arm_runs, load_runs
+from wmrl.experiments.collect import ensure_arm_runs, load_runs
 
 plots.use_style()
 ARMS = list(regime.CONFIRM_ARMS)
 LABELS = {arm: STD.label(arm) for arm in ARMS}
-runs = pd.concat([load_arm_runs(cfg, ARMS), load_arm_runs(cfg, ARMS, tag=STD.tag, overrides=STD.overrides)],
+runs = pd.concat([ensure_arm_runs(cfg, ARMS), ensure_arm_runs(cfg, ARMS, tag=STD.tag, overrides=STD.overrides)],
                  ignore_index=True)
 explored = []  # notebook 11's runs, read and never trained here
 for tag in (None, STD.tag):

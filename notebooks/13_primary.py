@@ -33,15 +33,15 @@
 #   (steps 9, 12, 15 and 16 at `small`); the untrained policy's one evaluation for `untrained`. P-C3 is
 #   WMRL's held-out Avg at its last evaluation minus GRPO's, read off GRPO's learning curve at the
 #   charged compute WMRL spent in all (defined at every seed).
-# - **The world model** of the wm and wmrl arms is the `paper_tuning` profile: the program-analysis
+# - **The world model** of the wm and wmrl arms is the `tuning_split` profile: the program-analysis
 #   world model with its quality weights and budget margin fitted on real outcomes of the pool's
 #   *tuning* split, tasks that no run trains or is evaluated on (notebook 05 measures its fidelity
-#   beside the `paper` profile, which is fitted on scripts of the training tasks and was then every
-#   other campaign's default; every campaign's default is now `paper_tuning`). These two
+#   beside the `train_split` profile, which is fitted on scripts of the training tasks and was then every
+#   other campaign's default; every campaign's default is now `tuning_split`). These two
 #   arms' runs carry the run tag `tuning`; untrained and grpo consult no world model, so their
 #   default runs are the family's.
 #
-#   *Amended:* the family was first run with the `paper` profile, a leak in the world-model arms'
+#   *Amended:* the family was first run with the `train_split` profile, a leak in the world-model arms'
 #   favour that this bullet then listed as a departure. The amendment replaces that world model and
 #   nothing else (claims, estimand, seeds, looks and test as above); it was committed before any run
 #   under it existed. The first run's verdicts are in the history of
@@ -56,7 +56,7 @@
 # The `smoke` preset runs it at seed 0, a seed other notebooks train: there it checks the code, not a claim.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train the looks the rule asks for, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train the looks the rule asks for, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's PRIMARY_SEEDS
 PRIMARY_LOOKS = None  # None: the preset's; the number of seeds at each look, the last being all SEEDS
@@ -86,7 +86,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from wmrl.experiments import claims, noise, plots, stats
-from wmrl.experiments.collect import load_arm_runs
+from wmrl.experiments.collect import ensure_arm_runs
 
 plots.use_style()
 
@@ -102,9 +102,9 @@ for look in DESIGN:
     if stopped or (cfg.train and LAST_LOOK is not None and look.number > LAST_LOOK):
         break
     try:
-        got.append(primary.family_runs(lambda arms, tag, overrides, look=look: load_arm_runs(
+        got.append(primary.family_runs(lambda arms, tag, overrides, look=look: ensure_arm_runs(
             cfg, arms, seeds=look.seeds, tag=tag, overrides=overrides)))
-    except nb.ParameterError:  # replay: this look's runs are not trained (yet)
+    except nb.ParameterError:  # redraw: this look's runs are not trained (yet)
         break
     runs, table, history, stopped = analysed(got)
 if table is None:

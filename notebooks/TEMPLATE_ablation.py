@@ -36,7 +36,7 @@
 # that already holds runs of other overrides is refused, never retrained over.
 
 # %% tags=["parameters"]
-MODE = "replay"  # "replay": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
+MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
@@ -73,12 +73,12 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from wmrl.experiments import claims, plots, stats
-from wmrl.experiments.collect import load_arm_runs
+from wmrl.experiments.collect import ensure_arm_runs
 
 plots.use_style()
 ARMS_HERE = [BASE, *LABELS]
-runs = pd.concat([load_arm_runs(cfg, [BASE])]  # the default runs (shared with 01-04; trained here if missing)
-                 + [load_arm_runs(cfg, [BASE], tag=v.tag, overrides=v.overrides) for v in VARIANTS], ignore_index=True)
+runs = pd.concat([ensure_arm_runs(cfg, [BASE])]  # the default runs (shared with 01-04; trained here if missing)
+                 + [ensure_arm_runs(cfg, [BASE], tag=v.tag, overrides=v.overrides) for v in VARIANTS], ignore_index=True)
 print(f"{len(runs)} runs: {ARMS_HERE} x seeds {cfg.seeds}")
 for label in LABELS:  # a variant can differ in configuration and still run what its base runs
     if ablation.realised_as_base(runs, BASE, label):

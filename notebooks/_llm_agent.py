@@ -243,7 +243,7 @@ class LLMReadout:
 
 
 def readout(runs: pd.DataFrame, arms) -> LLMReadout:
-    """The readout of ``runs`` (one row per run, as :func:`~wmrl.experiments.collect.load_arm_runs` gives)."""
+    """The readout of ``runs`` (one row per run, as :func:`~wmrl.experiments.collect.ensure_arm_runs` gives)."""
     arms = [a for a in arms if a in set(runs.arm)]
     table = evaluate_claims(runs, [c for c in LLM if {c.a, c.b} <= set(arms)])
     final, pairs, steps = final_evals(runs), anchor_pairs(runs), step_table(runs)

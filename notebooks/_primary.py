@@ -6,9 +6,9 @@ Everything here was written, and committed, before any run at those seeds existe
 claim of the project is secondary or exploratory beside it.
 
 **The world model.** The ``wm`` and ``wmrl`` arms score with the program-analysis world model's
-``paper_tuning`` profile (:data:`WORLD_MODEL`): its constants are fitted on the pool's tuning split,
+``tuning_split`` profile (:data:`WORLD_MODEL`): its constants are fitted on the pool's tuning split,
 tasks that no run trains or is evaluated on. The family was declared when the project's default
-was the ``paper`` profile, fitted on scripts of the training tasks, the tasks it then scores in
+was the ``train_split`` profile, fitted on scripts of the training tasks, the tasks it then scores in
 training, so it names this profile and trains these two arms under their own run tag
 (:data:`WORLD_MODEL_TAG`); the default is now the same profile, so the tag only keeps the family's
 runs apart from the other campaigns'. ``untrained`` and ``grpo`` never consult
@@ -56,7 +56,7 @@ __all__ = ["PRIMARY", "PRIMARY_ARMS", "WORLD_MODEL", "WORLD_MODEL_ARMS", "WORLD_
 
 PRIMARY_ARMS = ("untrained", "grpo", "wm", "wmrl")
 #: The world model the family's world-model arms score with: constants fitted on tasks no run uses.
-WORLD_MODEL = {"world_model.profile": "paper_tuning"}
+WORLD_MODEL = {"world_model.profile": "tuning_split"}
 #: The run tag of those arms' runs (``results/train/<preset>/wm~tuning/``...).
 WORLD_MODEL_TAG = "tuning"
 #: The family's arms that consult a world model, trained under :data:`WORLD_MODEL_TAG`.
@@ -66,7 +66,7 @@ WORLD_MODEL_ARMS = tuple(a for a in PRIMARY_ARMS if get_arm(a).world_model)
 def family_runs(load) -> pd.DataFrame:
     """The family's runs, one row per (arm, seed), ``arm`` the plain arm name.
 
-    ``load(arms, tag, overrides)`` returns runs as :func:`~wmrl.experiments.collect.load_arm_runs` does:
+    ``load(arms, tag, overrides)`` returns runs as :func:`~wmrl.experiments.collect.ensure_arm_runs` does:
     it is called once for the arms without a world model (default runs) and once for
     :data:`WORLD_MODEL_ARMS` under :data:`WORLD_MODEL_TAG` with :data:`WORLD_MODEL`, whose ``arm``
     (``"wm~tuning"``) is read back as the arm's name.

@@ -2,9 +2,9 @@
 
 ``python notebooks/_wm_profile.py tune --split tuning|train [--seed 1000] [--n 448]`` regenerates,
 from scratch, the constants of a profile that come from real outcomes: the additive quality model
-and the budget check's margin. ``--split tuning`` fits the ``paper_tuning`` profile's
+and the budget check's margin. ``--split tuning`` fits the ``tuning_split`` profile's
 (:data:`wmrl.world_model.quality.QUALITY_WEIGHTS_TUNING`, :data:`wmrl.world_model.static.BUDGET_MARGIN_TUNING`)
-on the pool's tuning split, tasks no run trains or evaluates on; ``--split train`` the ``paper``
+on the pool's tuning split, tasks no run trains or evaluates on; ``--split train`` the ``train_split``
 profile's (:data:`~wmrl.world_model.quality.QUALITY_WEIGHTS`, :data:`~wmrl.world_model.static.BUDGET_MARGIN`)
 on the training tasks, which that profile then scores in training. It prints them (JSON) to paste
 into those modules, with diagnostics: the quality model's out-of-task Spearman (each task
@@ -87,7 +87,7 @@ def _fixed_set(pool) -> set[tuple[str, str]]:
 
 
 #: The splits a profile's constants can be fitted on, and the profile each one's fit belongs to.
-SPLIT_PROFILES = {"train": "paper", "tuning": "paper_tuning"}
+SPLIT_PROFILES = {"train": "train_split", "tuning": "tuning_split"}
 
 
 def tuning_outcomes(pool, n: int = TUNING_N, seed: int = TUNING_SEED, workers: int = 1,
@@ -226,7 +226,7 @@ def measure(pool, run_dir: str | Path, per_task: int = 8, untrained_n: int = 96,
                                            profile=profile)
             rows = fidelity_rows(items, results, wm.predict_many(items), groups).assign(in_tuning_set=seen)
             out.append({"agent": agent, "tasks": split, "profile": profile, **fidelity_summary(rows), "rows": rows})
-            if seen.any():  # the same numbers without the scripts that the paper profile was tuned on
+            if seen.any():  # the same numbers without the scripts that the train_split profile was tuned on
                 out.append({"agent": agent, "tasks": f"{split} (not tuned on)", "profile": profile,
                             **fidelity_summary(rows[~seen]), "rows": rows[~seen]})
     return pd.DataFrame(out)
@@ -242,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python notebooks/_wm_profile.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("tune", help="regenerate the paper profile's tuned constants from the tuning set")
+    t = sub.add_parser("tune", help="regenerate a profile's tuned constants from its tuning set")
     t.add_argument("--split", choices=sorted(SPLIT_PROFILES), default="tuning",
-                   help="tasks to fit on: the tuning split (paper_tuning profile) or the training tasks (paper)")
+                   help="tasks to fit on: the tuning split (tuning_split profile) or the training tasks (train_split)")
     t.add_argument("--seed", type=int, default=TUNING_SEED)
     t.add_argument("--n", type=int, default=TUNING_N)
     t.add_argument("--workers", type=int, default=1)

@@ -17,7 +17,7 @@ TEMPLATES = sorted(p.stem for p in NOTEBOOKS.glob("TEMPLATE_*.ipynb"))
 # Notebooks whose smoke runs and figure checks are `make test-extended`'s, not `make test`'s: the world model's
 # fidelity (half of its minute is SmolLM2 scoring a script, which the LLM world model's tests cover), the VLA
 # analog (its trainer has its own end-to-end tests) and the notebooks beyond Table 1 and Table 3, whose runs are
-# the grammar trainer's with other settings (tested arm by arm). nbval replays their committed outputs in `make test`.
+# the grammar trainer's with other settings (tested arm by arm). nbval redraws their committed outputs in `make test`.
 # A notebook written by new-ablation (its parameters name ABL_NAME) runs the template's code, whose smoke run is
 # make test's.
 EXTENDED_NOTEBOOKS = {"05_world_model_fidelity", "06_vla", "08_fidelity_dial", "09_exploit_stress",

@@ -59,7 +59,7 @@ _PROBES = {"gpu": _why_no_gpu, "docker": _why_no_docker}
 
 #: The longest test files (minutes each on 2 cores), collected first: ``make test``'s processes take whole files
 #: in collection order (``--dist loadfile``), and a long file handed out last becomes the run's tail.
-LONGEST_FIRST = ("test_notebooks.py", "test_trainer.py", "test_llm_trainer.py", "test_notebook_replays.py")
+LONGEST_FIRST = ("test_notebooks.py", "test_trainer.py", "test_llm_trainer.py", "test_notebook_redraws.py")
 
 
 def pytest_collection_modifyitems(config, items):

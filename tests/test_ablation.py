@@ -115,10 +115,10 @@ def test_a_sweep_notebook_trains_one_tagged_variant_per_value_and_compares_each_
     (["typo", "--base-arm", "wmrl", "--sweep", "method.anchor_fraction=0.2"], "two or more distinct values"),
     (["typo", "--base-arm", "wmrl", "--set", "sandbox.workers=2"], "SCHEDULING_FIELDS"),
     (["existing", "--base-arm", "wmrl", "--set", "method.fusion=scale_only"], "exists already"),
-    (["std", "--base-arm", "wmrl", "--set", "method.fusion=scale_only"], "a tag of the paper campaign's runs"),
+    (["std", "--base-arm", "wmrl", "--set", "method.fusion=scale_only"], "a tag of the core campaign's runs"),
     (["oracle", "--base-arm", "wmrl", "--sweep", "method.anchor_fraction=0.1,0.2"], "a tag of the dial campaign's"),
 ], ids=["unknown-field", "bad-value", "no-section", "bad-arm", "bad-name", "nothing-set", "same-as-base", "one-value",
-        "scheduling-field", "existing-name", "paper-campaigns-tag", "dial-campaigns-tag"])
+        "scheduling-field", "existing-name", "core-campaigns-tag", "dial-campaigns-tag"])
 def test_bad_input_is_refused_with_what_to_pass_and_writes_nothing(args, message, tmp_path, capsys):
     (tmp_path / "06_existing.py").write_text("# %%\n")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}

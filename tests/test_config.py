@@ -57,9 +57,17 @@ def test_a_run_stored_before_a_field_existed_is_the_same_experiment_at_that_fiel
     ("wm", {}, False), ("wmrl", {}, False)])  # the program analysis reads its profile
 def test_a_run_is_the_same_experiment_under_every_world_model_profile_it_never_reads(arm, overrides, same):
     one, other = (run_config(arm, "small", overrides={**overrides, "world_model.profile": p}).identity()
-                  for p in ("paper", "paper_tuning"))
+                  for p in ("train_split", "tuning_split"))
     assert (one == other) is same
     assert one["arm"] == arm and ("profile" in one["world_model"]) is not same
+
+
+@pytest.mark.parametrize("stored, profile", [("paper", "train_split"), ("paper_tuning", "tuning_split")])
+def test_a_stored_run_whose_config_names_a_profile_by_another_name_is_the_same_experiment(stored, profile):
+    config = run_config("wmrl", "small", overrides={"world_model.profile": profile})
+    old = config.to_dict()
+    old["world_model"]["profile"] = stored
+    assert experiment_identity(old) == config.identity()
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -75,6 +83,8 @@ def test_a_run_is_the_same_experiment_under_every_world_model_profile_it_never_r
     ({"sandbox.wall_timeout_s": 1.0}, "must be at least the CPU budget"),
     ({"world_model.kind": "llm", "world_model.backend": "openai"}, "needs world_model.base_url"),
     ({"sandbox.backend": "podman"}, "choose one of"),
+    ({"world_model.profile": "paper"}, "the one meant is 'train_split'"),
+    ({"world_model.profile": "paper_tuning"}, "the one meant is 'tuning_split'"),
 ])
 def test_a_wrong_field_or_value_is_named_with_what_to_pass(overrides, message):
     with pytest.raises(ConfigError, match=message):

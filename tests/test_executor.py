@@ -63,13 +63,13 @@ def test_reproduce_hands_its_executor_to_every_notebook_it_trains_and_stays_a_co
     monkeypatch.setattr(reproduce, "_sync", lambda name: None)
     monkeypatch.setattr(reproduce, "train_notebook",
                         lambda name, preset, kernel, params=None, records=None: seen.append((name, params)))
-    monkeypatch.setattr(reproduce, "replay_notebook", lambda name, kernel, timeout: seen.append(("replay", name)))
+    monkeypatch.setattr(reproduce, "redraw_notebook", lambda name, kernel, timeout: seen.append(("redraw", name)))
     for quiet in ("write_results_page", "write_readme_summary", "record_durations"):
         monkeypatch.setattr(reproduce, quiet, lambda *a, **kw: None)
     monkeypatch.setattr(reproduce, "executions", lambda spec, name, export=None: contextlib.nullcontext())
     assert reproduce.main(["--only", "00_theory", "01_main_table", "--executor", "ray"]) == 0
-    assert seen == [("00_theory", {"EXECUTOR": "ray"}), ("replay", "00_theory"),
-                    ("01_main_table", {"EXECUTOR": "ray"}), ("replay", "01_main_table")]
+    assert seen == [("00_theory", {"EXECUTOR": "ray"}), ("redraw", "00_theory"),
+                    ("01_main_table", {"EXECUTOR": "ray"}), ("redraw", "01_main_table")]
     seen.clear()
     with pytest.raises(SystemExit):
         reproduce.main(["--only", "00_theory", "--executor", "ray:0"])
@@ -105,8 +105,16 @@ def test_a_run_folder_from_a_task_is_written_whole_before_its_summary_and_replac
         real(path, obj)
 
     monkeypatch.setattr(cluster, "write_json_atomic", summary_last)
-    cluster.write_run_folder(out, files, "record:results/executions/paper.jsonl.gz")
+    cluster.write_run_folder(out, files, "record:results/executions/core.jsonl.gz")
     assert seen == [["steps.parquet", "sub", "sub/calibration.json"]]  # the rest in place, the summary not yet
     assert sorted(p.name for p in out.parent.iterdir()) == ["seed0"]
     assert json.loads((out / "summary.json").read_text())["provenance"]["executions"] == (
-        "record:results/executions/paper.jsonl.gz")  # the campaign's record, as a run trained here names it
+        "record:results/executions/core.jsonl.gz")  # the campaign's record, as a run trained here names it
+
+
+def test_the_loader_that_trains_is_ensure_arm_runs_and_its_other_name_says_so():
+    from wmrl.experiments.collect import ensure_arm_runs, load_arm_runs
+
+    assert callable(ensure_arm_runs)
+    with pytest.raises(NameError, match=r"ensure_arm_runs\(cfg, arms"):
+        load_arm_runs(None, ["wmrl"])

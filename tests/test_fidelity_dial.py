@@ -84,8 +84,9 @@ def test_tags_and_overrides_name_a_level_and_change_the_run_they_describe():
     cfg = run_config("wmrl", "smoke", overrides=oracle_overrides(0.2, "identity"))
     assert (cfg.world_model.kind, cfg.world_model.oracle_noise, cfg.world_model.oracle_distortion) == (
         "oracle", 0.2, "identity")
-    assert profile_tag("paper_tuning") is None and profile_overrides("paper_tuning") == {}  # the default runs
-    assert profile_tag("paper") == "wm-paper" and profile_overrides("paper") == {"world_model.profile": "paper"}
+    assert profile_tag("tuning_split") is None and profile_overrides("tuning_split") == {}  # the default runs
+    assert profile_tag("train_split") == "wm-train_split" and profile_overrides("train_split") == {
+        "world_model.profile": "train_split"}
     assert profile_tag("pessimistic") == "wm-pessimistic"
     assert run_config("wmrl", "smoke", overrides=profile_overrides("pessimistic")).world_model.profile == "pessimistic"
 

@@ -40,16 +40,16 @@ def test_the_profile_sentences_compare_the_profiles_on_each_agents_scripts():
                 "mean_error": mean_error, "within_group_spearman": within, "n_groups": groups}
 
     summary = pd.DataFrame([row("trained", "heldout", "pessimistic", 0.2, -0.1, 0.3, 2),
-                            row("trained", "heldout", "paper", 0.6, 0.05, 0.5, 2),
-                            row("trained", "train (not tuned on)", "paper", 0.6, 0.05, 0.5, 2),
+                            row("trained", "heldout", "train_split", 0.6, 0.05, 0.5, 2),
+                            row("trained", "train (not tuned on)", "train_split", 0.6, 0.05, 0.5, 2),
                             row("untrained", "train", "pessimistic", 0.1, -0.2, float("nan"), 0),
-                            row("untrained", "train", "paper", 0.4, 0.0, float("nan"), 0),
-                            row("untrained", "train", "paper_tuning", 0.45, 0.03, float("nan"), 0)]).set_index(
+                            row("untrained", "train", "train_split", 0.4, 0.0, float("nan"), 0),
+                            row("untrained", "train", "tuning_split", 0.45, 0.03, float("nan"), 0)]).set_index(
         ["agent", "tasks", "profile"])
     first, second = profile_findings(summary)  # the "(not tuned on)" subset is not read twice
     assert first.startswith("On the trained agent's 10 scripts of the held-out tasks (50% run to a valid submission), "
-                            "the paper profile predicts 60% valid (pessimistic: 20%)")
-    assert first.endswith("a within-group Spearman of 0.50 (pessimistic: 0.30).")  # no paper_tuning row: no more
+                            "the train_split profile predicts 60% valid (pessimistic: 20%)")
+    assert first.endswith("a within-group Spearman of 0.50 (pessimistic: 0.30).")  # no tuning_split row: no more
     assert "no within-group Spearman" in second and "training tasks" in second
     assert second.endswith("Fitted on the tuning split instead of the training tasks, it predicts 45% valid, a mean "
                            "reward error of +0.030.")

@@ -169,7 +169,7 @@ def test_jupyterlab_renders_notebook_01_with_its_main_table_and_figure_in_headle
 
     url, log = f"{lab.url}/lab/tree/{NOTEBOOK.name}?token={lab.token}", lab.log
     table, figures = _main_table_and_figures(NOTEBOOK)
-    assert table.strip() and figures, "notebook 01 must hold its main table and a figure (replay it)"
+    assert table.strip() and figures, "notebook 01 must hold its main table and a figure (redraw it)"
     shot = tmp_path / "01_main_table.png"
     t0 = time.monotonic()
     browser = subprocess.run(

@@ -131,7 +131,7 @@ def test_the_readouts_sentences_carry_the_computed_numbers_and_the_results_page_
     assert "40 predictions, 4 of them settled by the deterministic gate" in text
     assert "grpo 75%" in text  # executed training trajectories that ran ok: mean of 0.5 and 1.0 over the logged steps
     assert "wmrl 67%" in text  # two of three held-out samples ran ok
-    cfg = nb.check_params({"MODE": "replay", "PRESET": "small", "SEEDS": None, "RESULTS_DIR": str(root),
+    cfg = nb.check_params({"MODE": "redraw", "PRESET": "small", "SEEDS": None, "RESULTS_DIR": str(root),
                            "FIGURES_DIR": str(root / "figures")}, notebook="07_llm_agent")
     nb.save_claims(la.declaration(r), cfg, "the language-model agent", r.sentences)  # as the notebook declares
     page = results_page(root, "small")

@@ -3,8 +3,8 @@
 The committed outputs are nbval's business (pyproject's ``addopts`` run ``--nbval-lax`` over
 ``notebooks/``). Here each notebook found on disk is papermill-run with ``MODE="train"``,
 ``PRESET="smoke"`` into a temporary folder, with ``RESULTS_DIR`` and ``FIGURES_DIR`` pointed there
-too, so the committed results and figures are never touched. The replays of the committed results
-(figures, wrong parameters) are in ``test_notebook_replays.py``: a file of their own, so that
+too, so the committed results and figures are never touched. The redraws of the committed results
+(figures, wrong parameters) are in ``test_notebook_redraws.py``: a file of their own, so that
 ``make test``'s processes (``--dist loadfile``) run them beside these smoke runs.
 """
 
@@ -31,7 +31,7 @@ def shared_results(tmp_path_factory, pool, smollm2_link) -> Path:
 
 
 # Notebook 07 trains SmolLM2 with TRL (minutes per arm on 2 cores): its smoke run is one of `make test-llm`'s
-# further LLM runs; `make test` replays its committed results (nbval, and the replay tests).
+# further LLM runs; `make test` redraws its committed results (nbval, and the redraw tests).
 LLM_NOTEBOOKS = {"07_llm_agent"}
 
 
@@ -93,7 +93,7 @@ def test_none_parameters_are_filled_from_the_preset_and_explicit_ones_win(tmp_pa
 
 def test_another_preset_at_the_default_folders_writes_its_own_and_never_the_committed_ones(tmp_path, monkeypatch):
     """`papermill -p PRESET smoke` leaves RESULTS_DIR and FIGURES_DIR at ../results and ../figures (run from
-    notebooks/): the smoke run goes to results/runs/smoke/; the replayed preset and explicit folders are kept."""
+    notebooks/): the smoke run goes to results/runs/smoke/; the redrawn preset and explicit folders are kept."""
     from wmrl.provenance import REPO
 
     monkeypatch.chdir(REPO / "notebooks")
@@ -101,7 +101,7 @@ def test_another_preset_at_the_default_folders_writes_its_own_and_never_the_comm
     smoke = nb.check_params({**ns, "PRESET": "smoke"}, notebook="t")
     assert (smoke.results_dir, smoke.figures_dir) == nb.variant_folders("smoke")
     assert smoke.results_dir == REPO / "results" / "runs" / "smoke" / "results"
-    small = nb.check_params({**ns, "PRESET": nb.REPLAY_PRESET}, notebook="t")
+    small = nb.check_params({**ns, "PRESET": nb.REDRAW_PRESET}, notebook="t")
     assert (small.results_dir, small.figures_dir) == (REPO / "results", REPO / "figures")
     mine = nb.check_params({**ns, "PRESET": "smoke", "RESULTS_DIR": str(tmp_path)}, notebook="t")
     assert mine.results_dir == tmp_path and mine.figures_dir == nb.variant_folders("smoke")[1]

@@ -104,7 +104,7 @@ def _run_frames(folder):
 
 
 def _recorded_then_replayed(arm, pool, tmp_path, monkeypatch, overrides=None):
-    """``arm``'s smoke run recorded under the ``paper`` profile, then replayed from that record under
+    """``arm``'s smoke run recorded under the ``train_split`` profile, then replayed from that record under
     the family's world model: the two runs' summaries and tables (the replay's, or its divergence)."""
     from wmrl import record
     from wmrl.experiments.run import run_arm
@@ -115,7 +115,7 @@ def _recorded_then_replayed(arm, pool, tmp_path, monkeypatch, overrides=None):
     folder = Path("train") / "smoke" / arm / "seed3"  # the record's context: the same in both runs
     monkeypatch.setenv(record.ENV, f"record:{out}")
     run_arm(arm, "smoke", seed=3, out=tmp_path / "a" / folder, overrides={**(overrides or {}),
-            "world_model.profile": "paper"}, **kw)
+            "world_model.profile": "train_split"}, **kw)
     record.export(out)
     monkeypatch.setenv(record.ENV, f"replay:{out.parent}")
     try:
@@ -158,7 +158,7 @@ def test_the_family_reads_its_world_model_arms_from_their_tag_and_the_others_fro
 
     runs = primary.family_runs(load)
     assert sorted(runs.arm) == sorted(primary.PRIMARY_ARMS)
-    assert asked == [(("wm", "wmrl"), "tuning", {"world_model.profile": "paper_tuning"}),
+    assert asked == [(("wm", "wmrl"), "tuning", {"world_model.profile": "tuning_split"}),
                      (("untrained", "grpo"), None, None)]
     with pytest.raises(ValueError, match="tagged 'tuning'"):
         primary.family_runs(lambda arms, tag, overrides: pd.DataFrame({"arm": list(arms), "seed": 6}))

@@ -184,7 +184,7 @@ def test_a_trained_notebook_leaves_its_execution_record_and_replaying_it_reprodu
     argv = ["--only", "03_anchor_only", "--preset", "smoke"]
     assert reproduce.main(argv) == 0
     recorded, replayed = folders / "smoke" / "results", folders / "replay-executions-smoke" / "results"
-    assert (recorded / "executions" / "paper.jsonl.gz").stat().st_size > 0
+    assert (recorded / "executions" / "core.jsonl.gz").stat().st_size > 0
     assert reproduce.main([*argv, "--replay-executions"]) == 0
     found = reproduce.compare_outputs(recorded, replayed)
     assert not found["differ"] and not found["missing"] and not found["rounding"]  # one machine, one process kind
@@ -227,7 +227,7 @@ def test_only_the_replayable_notebooks_train_under_a_record(folders, monkeypatch
     assert seen["07_llm_agent"] == (None, None)
     for name in ("03_anchor_only", "06_vla"):
         spec, context = seen[name]
-        assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / 'paper.jsonl.gz'}"
+        assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / 'core.jsonl.gz'}"
         assert context == name and record.ENV not in os.environ  # set for the notebook only
 
 
@@ -328,7 +328,7 @@ COMMITTED = REPO / "results"
 #: One run of each campaign whose execution record is committed, replayed in full by the test below: the
 #: record must give back that run's committed files on any machine, to the bit but for the last bits of the
 #: policy's float32 training diagnostics (wmrl.runs.FLOAT32_DIAGNOSTICS), which depend on the CPU.
-REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "paper": "wmrl/seed0", "primary": "wmrl~tuning/seed6"}
+REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "core": "wmrl/seed0", "primary": "wmrl~tuning/seed6"}
 
 
 def _record_contexts(path) -> set[str]:

@@ -39,12 +39,12 @@ def test_two_shards_merged_in_either_order_export_the_same_bytes(tmp_path, monke
                       {RUN_A: [("sandbox", "k1", {"status": "ok"}), ("sandbox", "k2", {"status": "timeout"})]})
     shard_b = _record(monkeypatch, tmp_path / "b" / "shard.jsonl.gz",
                       {RUN_B: [("sandbox", "k1", {"status": "ok"}), ("memo", "m", None)]})
-    base = _record(monkeypatch, tmp_path / "base" / "paper.jsonl.gz",
+    base = _record(monkeypatch, tmp_path / "base" / "core.jsonl.gz",
                    {"notebook:01_main_table": [("sandbox", "k0", {"status": "error"})]})
     monkeypatch.delenv(record.ENV)
     exported = []
     for name, order in (("ab", (shard_a, shard_b)), ("ba", (shard_b, shard_a))):
-        campaign = tmp_path / name / "paper.jsonl.gz"
+        campaign = tmp_path / name / "core.jsonl.gz"
         campaign.parent.mkdir()
         campaign.write_bytes(base)  # the committed record; its working copy is made from it by the first merge
         for shard in order:

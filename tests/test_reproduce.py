@@ -1,4 +1,4 @@
-"""``python -m wmrl.reproduce``: what it trains, replays and rewrites, for the replayed preset and another."""
+"""``python -m wmrl.reproduce``: what it trains, redraws and rewrites, for the redrawn preset and another."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def calls(monkeypatch):
     monkeypatch.setattr(reproduce, "_sync", lambda name: None)
     monkeypatch.setattr(reproduce, "train_notebook",
                         lambda name, preset, kernel, params=None, records=None: seen.append(("train", name, preset)))
-    monkeypatch.setattr(reproduce, "replay_notebook", lambda name, kernel, timeout: seen.append(("replay", name)))
+    monkeypatch.setattr(reproduce, "redraw_notebook", lambda name, kernel, timeout: seen.append(("redraw", name)))
     monkeypatch.setattr(reproduce, "write_results_page", lambda *a: seen.append(("page",)))
     monkeypatch.setattr(reproduce, "write_readme_summary", lambda *a: seen.append(("readme",)))
     monkeypatch.setattr(reproduce, "record_durations", lambda runs, **kw: seen.append(("durations",)))
@@ -27,10 +27,10 @@ def calls(monkeypatch):
     return seen
 
 
-def test_the_replayed_preset_trains_replays_and_rewrites_the_page_and_the_readme(calls):
+def test_the_redrawn_preset_trains_redraws_and_rewrites_the_page_and_the_readme(calls):
     assert reproduce.main(["--only", "00_theory", "01_main_table"]) == 0
-    assert calls == [("train", "00_theory", "small"), ("replay", "00_theory"), ("train", "01_main_table", "small"),
-                     ("replay", "01_main_table"), ("durations",), ("page",), ("readme",)]
+    assert calls == [("train", "00_theory", "small"), ("redraw", "00_theory"), ("train", "01_main_table", "small"),
+                     ("redraw", "01_main_table"), ("durations",), ("page",), ("readme",)]
 
 
 @pytest.mark.parametrize("argv, folder, seeds", [(["--seeds", "0"], "small-seeds0", {"SEEDS": [0]}),
@@ -44,7 +44,7 @@ def test_a_variant_trains_from_scratch_in_its_own_folder_and_rewrites_nothing_co
     where = reproduce.RUNS / folder
     assert seen == {"records": where, "params": {**seeds, "RESULTS_DIR": str(where / "results"),
                                                  "FIGURES_DIR": str(where / "figures")}}
-    assert calls == []  # no replay, no page, no README
+    assert calls == []  # no redraw, no page, no README
 
 
 def test_a_quick_variant_trains_the_first_of_its_campaigns_seeds_in_its_own_folder(calls, monkeypatch, capsys):
@@ -70,7 +70,7 @@ def test_a_failing_notebook_is_named_the_others_still_run_and_the_status_is_nonz
 
     monkeypatch.setattr(reproduce, "train_notebook", train)
     assert reproduce.main(["--only", "00_theory", "01_main_table"]) == 1
-    assert ("train", "01_main_table", "small") in calls and ("replay", "00_theory") not in calls
+    assert ("train", "01_main_table", "small") in calls and ("redraw", "00_theory") not in calls
     assert "cell 3: ValueError: boom" in capsys.readouterr().out
 
 
@@ -81,34 +81,42 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(calls, capsys):
 
 
 def test_the_campaigns_split_the_notebooks_by_number_and_together_cover_them_all(calls):
-    paper, _ = reproduce.discover(campaign="paper")
+    core, _ = reproduce.discover(campaign="core")
     dial, _ = reproduce.discover(campaign="dial")
     beyond, _ = reproduce.discover(campaign="beyond")
     llm, _ = reproduce.discover(campaign="llm")
     primary, _ = reproduce.discover(campaign="primary")
     every, _ = reproduce.discover()
-    assert paper == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
-    assert {"00_theory", "06_vla", "11_method_regime"} <= set(paper)
+    assert core == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
+    assert {"00_theory", "06_vla", "11_method_regime"} <= set(core)
     assert dial == ["08_fidelity_dial"]
     assert beyond == [n for n in every if int(n[:2]) in (9, 10, 12) or int(n[:2]) >= 14]
     assert primary == ["13_primary"]
     assert {"09_exploit_stress", "10_anchor_budget", "12_confirmatory"} <= set(beyond)
     assert llm == ["07_llm_agent"]
-    assert sorted(paper + dial + beyond + llm + primary) == every
+    assert sorted(core + dial + beyond + llm + primary) == every
     assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
-    assert reproduce.main(["--campaign", "beyond", "--replay-only"]) == 0
-    assert [c[1] for c in calls if c[0] == "replay"] == beyond
+    assert reproduce.main(["--campaign", "beyond", "--redraw-only"]) == 0
+    assert [c[1] for c in calls if c[0] == "redraw"] == beyond
+
+
+@pytest.mark.parametrize("argv, named", [(["--campaign", "paper"], "--campaign core"),
+                                         (["--replay-only"], "--redraw-only")])
+def test_an_old_name_is_refused_naming_the_new_one(calls, capsys, argv, named):
+    with pytest.raises(SystemExit):
+        reproduce.main(argv)
+    assert named in capsys.readouterr().err and calls == []
 
 
 def test_a_campaign_and_a_list_of_notebooks_are_refused_together(calls, capsys):
     with pytest.raises(SystemExit):
-        reproduce.main(["--campaign", "paper", "--only", "00_theory"])
+        reproduce.main(["--campaign", "core", "--only", "00_theory"])
     assert "not allowed with" in capsys.readouterr().err and calls == []
 
 
 def _labels(preset: str = "small") -> dict[str, list[str]]:
     """Every run folder the notebooks train at ``preset``, by the campaign that owns it: the default runs and
-    notebook 11's tags (paper), notebook 08's (dial), notebooks 09-10's and an ablation's (beyond)."""
+    notebook 11's tags (core), notebook 08's (dial), notebooks 09-10's and an ablation's (beyond)."""
     from notebooks import _anchor_budget as anchor_budget
     from notebooks import _regime as regime
     from notebooks._exploit_stress import stress_tag
@@ -118,7 +126,7 @@ def _labels(preset: str = "small") -> dict[str, list[str]]:
 
     p = notebook_params(preset)
     v = regime.variants(preset, p["REGIME_FIRST_FITS"], p["REGIME_IVD_WARMUP"])
-    paper = list(ARMS) + [f"{arm}~{x.tag}" for x in (v.std, *v.first_fits, v.ivd_warmup) for arm in regime.TABLE3]
+    core = list(ARMS) + [f"{arm}~{x.tag}" for x in (v.std, *v.first_fits, v.ivd_warmup) for arm in regime.TABLE3]
     dial = [f"{a}~{oracle_tag(s)}" for s in p["FIDELITY_LEVELS"] for a in (*p["FIDELITY_ARMS"], *p["FIDELITY_END_ARMS"])]
     dial += [f"wmrl~{profile_tag('pessimistic')}"]
     plan = anchor_budget.budget_plan(preset, p["BUDGET_ARMS"], p["BUDGET_SHARES"], p["BUDGET_ACTIVE_SHARES"])
@@ -126,13 +134,13 @@ def _labels(preset: str = "small") -> dict[str, list[str]]:
     beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'])}" for a in p["STRESS_ARMS"]]
     beyond += [f"{a}~{stress_tag(p['STRESS_EXPLOIT'], fix=True)}" for a in p["STRESS_FIXES"]]
     beyond += ["wmrl~scale_only", "wmrl~anchors-0.25"]  # ablations made by new-ablation
-    return {"paper": sorted(set(paper)), "dial": sorted(set(dial)), "beyond": sorted(set(beyond))}
+    return {"core": sorted(set(core)), "dial": sorted(set(dial)), "beyond": sorted(set(beyond))}
 
 
 @pytest.fixture
 def results(tmp_path):
     """A results/ tree holding every campaign's run folders at every seed the small preset names, and the
-    other folders the paper and llm campaigns rebuild."""
+    other folders the core and llm campaigns rebuild."""
     from wmrl.presets import notebook_params
 
     p = notebook_params("small")
@@ -152,40 +160,42 @@ def _picked(paths, root) -> set[tuple[str, int | None]]:
 
 
 def test_the_registry_gives_each_campaign_its_own_runs_and_no_other_campaigns(results):
-    """The paper campaign retrains the default runs and notebook 11's at the preset's SEEDS only, the dial
+    """The core campaign retrains the default runs and notebook 11's at the preset's SEEDS only, the dial
     notebook 08's folders whole, the beyond campaign every other tagged folder whole: no run folder is two
     campaigns', and every one is some campaign's."""
     from wmrl.presets import notebook_params
 
     p, labels = notebook_params("small"), _labels()
-    picked = {c: _picked(campaigns.selection(c, results, "small"), results) for c in ("paper", "dial", "beyond")}
-    assert picked["paper"] == {(label, s) for label in labels["paper"] for s in p["SEEDS"]}  # never a whole folder
+    picked = {c: _picked(campaigns.selection(c, results, "small"), results) for c in ("core", "dial", "beyond")}
+    assert picked["core"] == {(label, s) for label in labels["core"] for s in p["SEEDS"]}  # never a whole folder
     assert {label for label, s in picked["dial"] if s is None} == set(labels["dial"])
     whole_beyond = {label for label, s in picked["beyond"] if s is None}
     assert whole_beyond == set(labels["beyond"])
-    assert not (picked["paper"] & picked["dial"]) and not (picked["paper"] & picked["beyond"])
+    assert not (picked["core"] & picked["dial"]) and not (picked["core"] & picked["beyond"])
     assert all(s != 9 for c in picked.values() for _, s in c)  # seeds no notebook trains are kept
 
 
 def test_the_beyond_campaign_retrains_notebook_12s_runs_by_their_seeds_and_no_other_seed(results):
-    """Notebook 12's runs sit in the paper campaign's folders at the preset's CONFIRM_SEEDS: the beyond campaign
+    """Notebook 12's runs sit in the core campaign's folders at the preset's CONFIRM_SEEDS: the beyond campaign
     removes exactly those seeds of them (so it retrains them) and none of the seeds the other notebooks read."""
     from wmrl.presets import notebook_params
 
     p = notebook_params("small")
     picked = _picked(campaigns.selection("beyond", results, "small"), results)
-    by_seed = {s for label, s in picked if label in _labels()["paper"]}
+    by_seed = {s for label, s in picked if label in _labels()["core"]}
     assert by_seed == set(p["CONFIRM_SEEDS"]) and not by_seed & set(p["SEEDS"])
 
 
-def test_the_paper_and_llm_campaigns_rebuild_their_other_folders_and_a_variant_its_own_seeds(results):
-    paper = campaigns.selection("paper", results, "small")
-    assert {results / f for f in ("fidelity/small", "vla/small", "vla/.work", "runs")} <= set(paper)
+def test_the_core_and_llm_campaigns_rebuild_their_other_folders_and_a_variant_its_own_seeds(results):
+    core = campaigns.selection("core", results, "small")
+    assert {results / f for f in ("fidelity/small", "vla/small", "vla/.work", "runs")} <= set(core)
     assert campaigns.selection("llm", results, "small") == [results / "train" / "llm-small"]
-    quick = _picked(campaigns.selection("paper", results, "small", seeds=[0]), results)
+    quick = _picked(campaigns.selection("core", results, "small", seeds=[0]), results)
     assert {s for _, s in quick} == {0}
-    with pytest.raises(ValueError, match="unknown campaign 'papers'"):
-        campaigns.selection("papers", results, "small")
+    with pytest.raises(ValueError, match="unknown campaign 'cores'"):
+        campaigns.selection("cores", results, "small")
+    with pytest.raises(ValueError, match="are the 'core' campaign"):
+        campaigns.selection("paper", results, "small")
 
 
 def test_fresh_removes_the_campaigns_selection_before_training_and_keeps_the_rest(calls, results, monkeypatch):
@@ -213,13 +223,13 @@ def test_a_resumed_campaign_keeps_the_agreement_of_the_last_fresh_one(calls, res
 def test_a_campaign_records_each_notebooks_measured_durations_and_the_timings_keep_them(results, tmp_path):
     import json
 
-    runs = [reproduce.NotebookRun("08_fidelity_dial", train_s=61.23, replay_s=2.0),
+    runs = [reproduce.NotebookRun("08_fidelity_dial", train_s=61.23, redraw_s=2.0),
             reproduce.NotebookRun("09_exploit_stress", status="failed", train_s=5.0)]
     path = tmp_path / "timings.json"
-    path.write_text(json.dumps({"paper": {"runs": 1}}))
+    path.write_text(json.dumps({"core": {"runs": 1}}))
     reproduce.record_durations(runs, path)
     kept = json.loads(path.read_text())
-    assert kept["paper"] == {"runs": 1} and list(kept["measured"]) == ["08_fidelity_dial"]  # a failed one is not timed
+    assert kept["core"] == {"runs": 1} and list(kept["measured"]) == ["08_fidelity_dial"]  # a failed one is not timed
     assert kept["measured"]["08_fidelity_dial"]["train_s"] == 61.2
     assert {"commit", "date", "cores"} <= set(kept["measured"]["08_fidelity_dial"])
     assert kept["measured"]["08_fidelity_dial"]["resumed"] is False
@@ -232,7 +242,7 @@ def test_a_campaign_records_each_notebooks_measured_durations_and_the_timings_ke
     assert json.loads(path.read_text())["measured"] == kept["measured"]
 
 
-@pytest.mark.parametrize("argv, recorded", [(["--only", "00_theory"], True), (["--only", "00_theory", "--replay-only"], False),
+@pytest.mark.parametrize("argv, recorded", [(["--only", "00_theory"], True), (["--only", "00_theory", "--redraw-only"], False),
                                             (["--only", "00_theory", "--seeds", "0"], False)])
 def test_only_a_training_run_at_the_committed_preset_records_durations(calls, argv, recorded):
     assert reproduce.main(argv) == 0
@@ -240,14 +250,14 @@ def test_only_a_training_run_at_the_committed_preset_records_durations(calls, ar
 
 
 def test_fresh_needs_a_campaign_that_trains(calls, capsys):
-    for argv in (["--fresh"], ["--only", "00_theory", "--fresh"], ["--campaign", "paper", "--fresh", "--replay-only"]):
+    for argv in (["--fresh"], ["--only", "00_theory", "--fresh"], ["--campaign", "core", "--fresh", "--redraw-only"]):
         with pytest.raises(SystemExit):
             reproduce.main(argv)
         assert "--fresh" in capsys.readouterr().err
     assert calls == []
 
 
-@pytest.mark.parametrize("tag, owner", [("std", "paper"), ("first_fit-4", "paper"), ("warmup_8", "paper"),
+@pytest.mark.parametrize("tag, owner", [("std", "core"), ("first_fit-4", "core"), ("warmup_8", "core"),
                                         ("oracle-0.5", "dial"), ("wm-pessimistic", "dial"),
                                         ("tuning", "primary")])
 def test_a_tag_another_campaign_retrains_is_refused_naming_it(tag, owner):
@@ -261,7 +271,7 @@ def test_the_makefile_calls_the_registry_and_globs_no_run_folders():
     """The Makefile names no run folder: each campaign's target is `python -m wmrl.reproduce --campaign C --fresh`."""
     text = (reproduce.REPO / "Makefile").read_text()
     assert "find " not in text and "~*" not in text and len(text.splitlines()) <= 80
-    for target, campaign in (("reproduce", "paper"), ("reproduce-dial", "dial"), ("reproduce-beyond", "beyond"),
+    for target, campaign in (("reproduce", "core"), ("reproduce-dial", "dial"), ("reproduce-beyond", "beyond"),
                              ("reproduce-llm", "llm")):
         assert f"-m wmrl.reproduce --campaign {campaign} --fresh" in _dry_run(target).splitlines()[-1]
 
@@ -297,11 +307,11 @@ def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_r
     summary(results / "train" / "llm-small" / "wm" / "seed3", 600.0)  # the llm campaign's quick seed
     summary(results / "runs" / "small-seeds3" / "results" / "train" / "llm-small" / "wm" / "seed3", 5.0)  # scratch
     times = reproduce.timings(results)
-    assert (times["paper"]["train_s"], times["paper"]["runs"]) == (90.0, 2)  # a variant's scratch run is not one
+    assert (times["core"]["train_s"], times["core"]["runs"]) == (90.0, 2)  # a variant's scratch run is not one
     assert (times["llm-quick"]["train_s"], times["llm-quick"]["runs"]) == (600.0, 1)
     assert (times["dial"]["train_s"], times["beyond"]["train_s"], times["llm"]["train_s"]) == (120.0, 1000.0, 7800.0)
     assert (times["quick"]["train_s"], times["run:wmrl/seed0"]["runs"]) == (60.0, 1)
-    assert times["paper"]["commits"] == ["abcdef0"] and times["paper"]["cores"] == [2]
+    assert times["core"]["commits"] == ["abcdef0"] and times["core"]["cores"] == [2]
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{reproduce.BEGIN} -->\nold\n{reproduce.END}\nafter\n")
     reproduce.write_timings(results, tmp_path / "timings.json", readme)
@@ -348,7 +358,7 @@ def test_a_replayed_provenance_matches_when_its_runs_differ_only_in_a_setting_th
         (folder / "fig.png.provenance.json").write_text(json.dumps({"figure": "fig.png", "sources": [run]}))
 
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
-    sidecar(tmp_path / "a", "paper", "a5c07b8")
-    sidecar(tmp_path / "b", "paper_tuning", "24d36f8")
+    sidecar(tmp_path / "a", "train_split", "a5c07b8")
+    sidecar(tmp_path / "b", "tuning_split", "24d36f8")
     found = reproduce.compare_outputs(tmp_path / "a", tmp_path / "b")
     assert found["same" if same else "differ"] == ["fig.png.provenance.json"]

@@ -206,7 +206,7 @@ def test_a_declaration_keeps_its_sentences_and_an_unchanged_one_is_not_rewritten
 
     d = declared_claims(RESULTS, "small")["10_anchor_budget"]
     assert d.sentences and d.title == "the anchor budget: how many anchors, and which"
-    cfg = NotebookConfig("99_example", "replay", "small", [0, 1, 2], tmp_path, tmp_path)
+    cfg = NotebookConfig("99_example", "redraw", "small", [0, 1, 2], tmp_path, tmp_path)
     path = save_claims(d.table, cfg, "an example", d.sentences)
     side = path.with_name(path.name + ".provenance.json")
     first = side.read_text()
@@ -228,8 +228,8 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     text = results_page.reproducibility(tmp_path)
     assert text.startswith("**Reproducibility.** The dial campaign's runs carry their execution record")
     assert "the policy's float32 training diagnostics (loss, KL, entropy) come back to rounding" in text
-    assert "Notebook 06" not in text  # the paper campaign, which trains it, carries no record here
-    assert "The paper, beyond and primary campaigns' committed runs predate the record" in text
+    assert "Notebook 06" not in text  # the core campaign, which trains it, carries no record here
+    assert "The core, beyond and primary campaigns' committed runs predate the record" in text
     assert "Retrained fresh" not in text  # no agreement kept: none stated
     (folder / "dial.agreement.json").write_text(json.dumps(
         {"runs": 30, "within_1pt": 4, "median_abs_delta": 3.26, "verdicts": 9, "verdicts_changed": ["08 D1: a -> b"],
@@ -239,7 +239,7 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     assert text.startswith("**Reproducibility.** The dial and primary campaigns' runs carry their execution record")
     assert ("Retrained fresh, 4 of the dial campaign's 30 runs came within 1 point of the held-out Avg of the runs they "
             "replaced (median absolute difference 3.3 points) and 1 of its 9 verdicts changed (08 D1: a -> b).") in text
-    assert "The paper and beyond campaigns' committed runs predate" in text
+    assert "The core and beyond campaigns' committed runs predate" in text
     brief = results_page.reproducibility(tmp_path, brief=True)
     assert brief == ("**Reproducibility.** The dial and primary campaigns replay from their execution record, every "
                      "score, verdict and figure to the bit; retrained fresh, 4 of 30 runs came within 1 point, and "
@@ -250,7 +250,7 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
          "scripts": None, "outcomes_changed": None}))
     assert ("retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
             "verdicts changed; others") in results_page.reproducibility(tmp_path, brief=True)
-    for campaign in ("paper", "beyond"):
+    for campaign in ("core", "beyond"):
         (folder / f"{campaign}.jsonl.gz").write_bytes(b"")
     text = results_page.reproducibility(tmp_path)  # every campaign the record covers carries one
     assert "Notebook 06's VLA runs come back bit for bit too, on every x86-64 CPU with AVX2 and FMA" in text
@@ -262,7 +262,7 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
         "as recorded, every score, verdict and figure to the bit; retrained fresh, 4 of 30 (dial) "
         "and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
         "verdicts changed ([FINDINGS.md](FINDINGS.md)).")
-    for campaign in ("paper", "beyond"):
+    for campaign in ("core", "beyond"):
         (folder / f"{campaign}.jsonl.gz").unlink()
     (folder / "primary.agreement.json").unlink()
     (tmp_path / "page.md").write_text("# Results\n\n**In short.** One.\n")

@@ -474,7 +474,7 @@ def test_a_recorded_run_replays_to_the_bit_timings_included(tmp_path, monkeypatc
     results folder holding neither the run nor the SFT cache, the run comes out identical, every timing
     included (a second measurement would not repeat them), and the SFT stage is rebuilt from its record."""
     cfg = vla_config("wmrl", "smoke", overrides={"train.steps": 2})
-    made = tmp_path / "executions" / "paper.jsonl.gz"
+    made = tmp_path / "executions" / "core.jsonl.gz"
     made.parent.mkdir()
     monkeypatch.setenv(record.ENV, f"record:{made}")
     recorded = run_one(cfg, "smoke", tmp_path / "recorded", progress_bar=False)
@@ -505,7 +505,7 @@ def _avx2_and_fma() -> bool:
                     "FMA only: glibc's sin, cos, exp, pow and atan2, which MuJoCo calls, round otherwise elsewhere "
                     "(docs/reproducibility.md)")
 def test_a_committed_vla_run_replays_from_the_committed_record_to_the_bit_on_this_cpu(tmp_path, monkeypatch):
-    """The committed wmrl seed-0 run of notebook 06, retrained from the paper campaign's committed record on
+    """The committed wmrl seed-0 run of notebook 06, retrained from the core campaign's committed record on
     whichever CPU runs the tests: its result comes back to the bit, every episode and timing included
     (its networks' arithmetic does not depend on the CPU: wmrl.vla.exact)."""
     from wmrl.reproduce import compare_outputs
@@ -513,7 +513,7 @@ def test_a_committed_vla_run_replays_from_the_committed_record_to_the_bit_on_thi
     committed = REPO / "results" / "vla" / "small" / "wmrl" / "seed0"
     cfg = vla_config("wmrl", "small", 0)
     assert json.loads((committed / "result.json").read_text())["provenance"]["config"] == cfg.to_dict()
-    monkeypatch.setenv(record.ENV, f"replay:{REPO / 'results' / 'executions' / 'paper.jsonl.gz'}")
+    monkeypatch.setenv(record.ENV, f"replay:{REPO / 'results' / 'executions' / 'core.jsonl.gz'}")
     monkeypatch.setattr(record, "_ACTIVE", None)
     run_one(cfg, "small", tmp_path, progress_bar=False)
     found = compare_outputs(committed, vla_run_dir(tmp_path, "small", "wmrl", 0))

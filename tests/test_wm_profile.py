@@ -1,8 +1,8 @@
-"""Tuning the paper profile of the program-analysis world model: the procedure and its provenance.
+"""Tuning the profiles of the program-analysis world model: the procedure and its provenance.
 
-``tests/fixtures/wm_tuning_outcomes.parquet`` holds the ``paper`` profile's tuning set's outcomes (448
+``tests/fixtures/wm_tuning_outcomes.parquet`` holds the ``train_split`` profile's tuning set's outcomes (448
 scripts of the training tasks drawn at seed 1000 and executed once in the small preset's sandbox),
-``wm_tuning_split_outcomes.parquet`` the ``paper_tuning`` profile's (448 scripts of the tuning
+``wm_tuning_split_outcomes.parquet`` the ``tuning_split`` profile's (448 scripts of the tuning
 split's tasks, the same way): the committed constants must be exactly what the committed procedure
 fits on them, and the traits stored there must be what the world model reads from those scripts
 today.
@@ -102,7 +102,7 @@ def test_the_tuning_outcomes_hold_the_traits_the_world_model_reads_from_their_sc
     items = sample_items(tasks, TUNING_N, seed=TUNING_SEED, choose=runnable_choices)
     assert [t.name for t, _ in items] == outcomes.task.tolist()
     assert not {t.name for t, _ in items} & {t.name for t in pool.heldout}  # never a held-out task
-    if split == "tuning":  # nor a task any run trains on: the paper_tuning profile never scores its own tasks
+    if split == "tuning":  # nor a task any run trains on: the tuning_split profile never scores its own tasks
         assert not {t.name for t, _ in items} & {t.name for t in pool.train}
     for (task, code), stored in zip(items, outcomes.x):
         assert trait_vector(task, script_traits(task, code, analyse(task, code))) == json.loads(stored)

@@ -1,6 +1,6 @@
 """The program-analysis world model: each check fires on its defect, passes clean code, stays cheap.
 
-Both error profiles are tested: ``paper`` (the default: fail a check only on a certain finding,
+The error profiles are tested: ``train_split`` and ``tuning_split`` (fail a check only on a certain finding,
 optimistic, a quality guess that ranks the scripts of one task) and ``pessimistic`` (the original
 model, whose exact predictions tests/test_world_model_analysis.py pins to a fingerprint).
 """
@@ -108,39 +108,39 @@ def test_each_check_fires_on_a_hand_written_script_with_its_defect(tasks, name, 
 
 @pytest.mark.parametrize("name", ["imports_names_undefined", "api_calls", "data_refs_column", "data_refs_after_drop",
                                   "shape_dtype", "other_runtime", "submission_columns"])
-def test_the_paper_profile_fails_a_certain_defect_at_its_line_with_its_exception(tasks, name):
+def test_the_train_split_profile_fails_a_certain_defect_at_its_line_with_its_exception(tasks, name):
     old, new, status, error_type = DEFECTS[name]
     code = _mutate(old, new)
-    wm = ProgramAnalysisWorldModel(temperature=0.7, seed=1, profile="paper")
+    wm = ProgramAnalysisWorldModel(temperature=0.7, seed=1, profile="train_split")
     preds = wm.predict_many([(tasks["tabular"], code)] * 50)
     right = [p for p in preds if (p.status, p.error_type) == (status, error_type)]
     assert len(right) >= 45, [p.feedback_text for p in preds if p not in right][:3]
     assert {p.error_line for p in right} == {_line_of(code, new.splitlines()[-1].strip())}
 
 
-def test_the_paper_profile_predicts_a_script_without_findings_to_run_almost_always(tasks):
+def test_the_train_split_profile_predicts_a_script_without_findings_to_run_almost_always(tasks):
     from wmrl.world_model.analysis import analyse
 
     assert analyse(tasks["tabular"], NO_FINDINGS).findings == []
-    preds = ProgramAnalysisWorldModel(temperature=0.7, seed=5, profile="paper").predict_many(
+    preds = ProgramAnalysisWorldModel(temperature=0.7, seed=5, profile="train_split").predict_many(
         [(tasks["tabular"], NO_FINDINGS)] * 400)
     assert sum(p.status == "ok" for p in preds) / len(preds) >= 0.97
 
 
-def test_a_suspicion_passes_in_the_paper_profile_and_fails_in_the_pessimistic_one(tasks):
+def test_a_suspicion_passes_in_the_train_split_profile_and_fails_in_the_pessimistic_one(tasks):
     code = _mutate(*SUSPICION)
-    paper = ProgramAnalysisWorldModel(temperature=0, profile="paper").predict(tasks["tabular"], code)
+    train = ProgramAnalysisWorldModel(temperature=0, profile="train_split").predict(tasks["tabular"], code)
     pessimistic = ProgramAnalysisWorldModel(temperature=0, profile="pessimistic").predict(tasks["tabular"], code)
-    assert paper.status == "ok"
+    assert train.status == "ok"
     assert (pessimistic.status, pessimistic.error_type) == ("runtime_error", "ValueError")
-    shape = next(v for v in paper.verdicts if v["check"] == "shape_dtype")
+    shape = next(v for v in train.verdicts if v["check"] == "shape_dtype")
     assert "not certain enough to fail" in shape["reason"]  # the doubt is said, not acted on
     rate = {profile: sum(p.status == "ok" for p in ProgramAnalysisWorldModel(0.7, 2, profile=profile).predict_many(
         [(tasks["tabular"], code)] * 200)) / 200 for profile in PROFILES}
-    assert rate["paper"] >= 0.95 and rate["pessimistic"] < 0.5
+    assert rate["train_split"] >= 0.95 and rate["pessimistic"] < 0.5
 
 
-def test_the_paper_profile_predicts_a_timeout_only_when_the_estimate_is_clearly_over_the_budget(tasks):
+def test_the_train_split_profile_predicts_a_timeout_only_when_the_estimate_is_clearly_over_the_budget(tasks):
     from wmrl.world_model.analysis import analyse
     from wmrl.world_model.static import BUDGET_MARGIN, estimate_seconds
 
@@ -151,11 +151,11 @@ def test_the_paper_profile_predicts_a_timeout_only_when_the_estimate_is_clearly_
         wm = ProgramAnalysisWorldModel(0.7, 3, time_limit_s=seconds / limit_ratio, profile=profile)
         return sum(p.status == "timeout" for p in wm.predict_many([(task, CLEAN)] * 200)) / 200
 
-    assert timeouts(1.2, "pessimistic") > 0.4 and timeouts(1.2, "paper") < 0.05  # a little over: a guess, not a fact
-    assert timeouts(BUDGET_MARGIN * 4, "paper") > 0.95  # far over: a timeout
+    assert timeouts(1.2, "pessimistic") > 0.4 and timeouts(1.2, "train_split") < 0.05  # a little over: a guess, not a fact
+    assert timeouts(BUDGET_MARGIN * 4, "train_split") > 0.95  # far over: a timeout
 
 
-def test_the_paper_tuning_profile_is_the_paper_profile_with_the_constants_fitted_on_the_tuning_split(tasks):
+def test_the_tuning_split_profile_is_the_train_split_profile_with_the_constants_fitted_on_the_tuning_split(tasks):
     from wmrl.world_model.analysis import analyse
     from wmrl.world_model.quality import (
         QUALITY_WEIGHTS,
@@ -168,17 +168,17 @@ def test_the_paper_tuning_profile_is_the_paper_profile_with_the_constants_fitted
 
     task = tasks["tabular"]
     facts = analyse(task, CLEAN)
-    for profile, weights in (("paper", QUALITY_WEIGHTS), ("paper_tuning", QUALITY_WEIGHTS_TUNING)):
+    for profile, weights in (("train_split", QUALITY_WEIGHTS), ("tuning_split", QUALITY_WEIGHTS_TUNING)):
         got = ProgramAnalysisWorldModel(temperature=1.0, profile=profile).quality_distribution(task, CLEAN)
         assert got == pytest.approx(bucket_distribution(traits_expected(task, script_traits(task, CLEAN, facts), weights)))
-    suspicion = ProgramAnalysisWorldModel(temperature=0, profile="paper_tuning").predict(task, _mutate(*SUSPICION))
-    assert suspicion.status == "ok"  # default to pass, as the paper profile
+    suspicion = ProgramAnalysisWorldModel(temperature=0, profile="tuning_split").predict(task, _mutate(*SUSPICION))
+    assert suspicion.status == "ok"  # default to pass, as the train_split profile
     seconds = estimate_seconds(task, facts)
     ratio = (BUDGET_MARGIN * BUDGET_MARGIN_TUNING) ** 0.5  # between the two margins: each profile its own
     rate = {p: sum(x.status == "timeout" for x in ProgramAnalysisWorldModel(0.7, 3, time_limit_s=seconds / ratio,
                                                                             profile=p).predict_many([(task, CLEAN)] * 400)) / 400
-            for p in ("paper", "paper_tuning")}
-    tight, loose = sorted(rate, key={"paper": BUDGET_MARGIN, "paper_tuning": BUDGET_MARGIN_TUNING}.get)
+            for p in ("train_split", "tuning_split")}
+    tight, loose = sorted(rate, key={"train_split": BUDGET_MARGIN, "tuning_split": BUDGET_MARGIN_TUNING}.get)
     assert BUDGET_MARGIN != BUDGET_MARGIN_TUNING and rate[tight] > 0.5 > rate[loose], rate  # over one, under the other
 
 
@@ -215,7 +215,7 @@ def test_temperature_zero_is_deterministic_and_sampling_follows_the_seed(tasks, 
 
 
 def test_an_unknown_profile_is_refused_with_the_known_ones(tasks):
-    with pytest.raises(ValueError, match="optimistic|'paper'"):
+    with pytest.raises(ValueError, match="optimistic|'train_split'"):
         ProgramAnalysisWorldModel(profile="optimistic")
 
 
@@ -364,11 +364,11 @@ def test_the_bucket_distribution_moves_up_with_the_expected_score_at_any_tempera
 
 
 @pytest.mark.parametrize("kind", ["tabular", "regression", "binary", "text", "image"])
-def test_the_paper_profiles_quality_rises_with_a_stronger_model_and_falls_with_a_subsample(tasks, kind):
+def test_the_train_split_profiles_quality_rises_with_a_stronger_model_and_falls_with_a_subsample(tasks, kind):
     from wmrl.agent import grammar
 
     task = tasks[kind]
-    wm = ProgramAnalysisWorldModel(temperature=0.7, profile="paper")
+    wm = ProgramAnalysisWorldModel(temperature=0.7, profile="train_split")
     base = grammar.baseline_choices(task)
     score = {family: _expected_score(wm, task, grammar.render(task, {**base, "model": family}))
              for family, open_ in zip(grammar.SLOTS[grammar.SLOT_NAMES.index("model")].options,
@@ -380,10 +380,10 @@ def test_the_paper_profiles_quality_rises_with_a_stronger_model_and_falls_with_a
     assert _expected_score(wm, task, subsample) < _expected_score(wm, task, full)
 
 
-def test_the_paper_profile_reads_scaling_capacity_and_features_from_the_code(tasks):
+def test_the_train_split_profile_reads_scaling_capacity_and_features_from_the_code(tasks):
     from wmrl.agent import grammar
 
-    task, wm = tasks["tabular"], ProgramAnalysisWorldModel(temperature=0.7, profile="paper")
+    task, wm = tasks["tabular"], ProgramAnalysisWorldModel(temperature=0.7, profile="train_split")
     knn = {**grammar.baseline_choices(task), "model": "knn"}
     scaled = _expected_score(wm, task, grammar.render(task, {**knn, "preprocess": "impute_standardize"}))
     assert scaled > _expected_score(wm, task, grammar.render(task, {**knn, "preprocess": "impute"}))
@@ -398,10 +398,10 @@ def test_the_paper_profile_reads_scaling_capacity_and_features_from_the_code(tas
     assert len(set(vecs.values())) == 4
 
 
-def test_the_paper_profile_does_not_read_the_plan_a_script_states(tasks):
+def test_the_train_split_profile_does_not_read_the_plan_a_script_states(tasks):
     from wmrl.agent import grammar
 
-    task, wm = tasks["tabular"], ProgramAnalysisWorldModel(temperature=0.7, profile="paper")
+    task, wm = tasks["tabular"], ProgramAnalysisWorldModel(temperature=0.7, profile="train_split")
     code = grammar.render(task, grammar.baseline_choices(task))
     lied = code.replace("-> forest model (medium capacity)", "-> boosting model (huge capacity)")
     assert lied != code and _expected_score(wm, task, lied) == _expected_score(wm, task, code)

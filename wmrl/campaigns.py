@@ -8,9 +8,9 @@ by label (``arm`` for a default run, ``arm~tag`` for a tagged one) and by seed. 
 removes exactly a campaign's :func:`selection` before it trains, so one campaign never deletes
 another's runs.
 
-The runs are shared on purpose: the dial and beyond campaigns read the paper campaign's default
+The runs are shared on purpose: the dial and beyond campaigns read the core campaign's default
 runs as their references, and notebook 12 (beyond) trains the default and ``std`` runs at seeds
-no other notebook uses (the preset's ``CONFIRM_SEEDS``), in the paper campaign's folders. A new
+no other notebook uses (the preset's ``CONFIRM_SEEDS``), in the core campaign's folders. A new
 ablation's tag must therefore not match another campaign's patterns: :func:`check_tag` refuses
 it, naming the campaign that would delete or ignore its runs.
 """
@@ -23,7 +23,8 @@ from pathlib import Path
 
 from wmrl.presets import notebook_params
 
-__all__ = ["CAMPAIGNS", "Campaign", "Runs", "campaign_of", "check_tag", "claimed_by", "quick_seed", "selection"]
+__all__ = ["ALIASES", "CAMPAIGNS", "Campaign", "Runs", "campaign_of", "check_campaign", "check_tag", "claimed_by",
+           "quick_seed", "selection"]
 
 DEFAULT = ""  # the tag of a default (untagged) run: its folder is the arm's name
 OTHER = None  # a Runs.tags entry: every tag no campaign names by pattern
@@ -61,19 +62,19 @@ class Campaign:
 
 # Notebook 11's variants (notebooks/_regime.py), notebook 08's (notebooks/_fidelity_dial.py) and notebook
 # 13's world-model arms (notebooks/_primary.py: WORLD_MODEL_TAG).
-PAPER_TAGS = ("std", "first_fit-*", "warmup_*")
+CORE_TAGS = ("std", "first_fit-*", "warmup_*")
 DIAL_TAGS = ("oracle-*", "wm-*")
 PRIMARY_TAGS = ("tuning",)
 
 CAMPAIGNS: dict[str, Campaign] = {
-    "paper": Campaign("the paper's experiments and the method in its regime, notebooks 00-06 and 11",
-                      (0, 1, 2, 3, 4, 5, 6, 11),
-                      runs=(Runs((DEFAULT, *PAPER_TAGS), seeds="SEEDS"),),
-                      folders=("fidelity/{preset}", "vla/{preset}", "vla/.work", "runs")),
-    "dial": Campaign("the world-model fidelity dial, notebook 08 (it reads the paper campaign's default runs)",
+    "core": Campaign("the paper's experiments and the method in its regime, notebooks 00-06 and 11",
+                     (0, 1, 2, 3, 4, 5, 6, 11),
+                     runs=(Runs((DEFAULT, *CORE_TAGS), seeds="SEEDS"),),
+                     folders=("fidelity/{preset}", "vla/{preset}", "vla/.work", "runs")),
+    "dial": Campaign("the world-model fidelity dial, notebook 08 (it reads the core campaign's default runs)",
                      (8,), runs=(Runs(DIAL_TAGS),)),
     "beyond": Campaign("the rest of what the paper does not measure: notebooks 09, 10, 12 and every new ablation "
-                       "(they read the paper campaign's default runs)",
+                       "(they read the core campaign's default runs)",
                        None, runs=(Runs((OTHER,)), Runs(("*",), seeds="CONFIRM_SEEDS"))),
     "primary": Campaign("the primary family, declared before its runs: notebook 13 (untrained, grpo, wm and wmrl "
                         "at the preset's PRIMARY_SEEDS, in looks; wm and wmrl with the world model fitted on "
@@ -84,6 +85,21 @@ CAMPAIGNS: dict[str, Campaign] = {
                     unrecorded="its warm start is built outside the runs' records, and a rebuilt one is not "
                                "bit-identical"),
 }
+
+
+#: Words a user may type for a campaign that are not its name, with the campaign each means: the paper's
+#: experiments are the ``core`` campaign ("paper" names the publication and its scale only).
+ALIASES = {"paper": "core"}
+
+
+def check_campaign(name: str) -> str:
+    """``name`` if it is a campaign, else a ValueError that names the campaign meant (or lists them)."""
+    if name in ALIASES:
+        raise ValueError(f"there is no campaign {name!r}: notebooks 00-06 and 11 are the {ALIASES[name]!r} campaign "
+                         f"(--campaign {ALIASES[name]}, CAMPAIGN={ALIASES[name]})")
+    if name not in CAMPAIGNS:
+        raise ValueError(f"unknown campaign {name!r}; choose one of {sorted(CAMPAIGNS)}")
+    return name
 
 
 def quick_seed(campaign: str, preset: str) -> int:
@@ -115,7 +131,7 @@ def check_tag(tag: str, campaign: str = "beyond") -> None:
     if owner not in (None, campaign):
         pattern = next(p for p, c in _patterns().items() if c == owner and fnmatch.fnmatchcase(tag, p))
         raise ValueError(f"tag {tag!r} matches {pattern!r}, a tag of the {owner} campaign's runs ({CAMPAIGNS[owner].about}): "
-                         f"`make reproduce{'' if owner == 'paper' else '-' + owner}` would delete them and the {campaign} "
+                         f"`make reproduce{'' if owner == 'core' else '-' + owner}` would delete them and the {campaign} "
                          "campaign would not retrain them; pick another name")
 
 
@@ -142,8 +158,7 @@ def selection(campaign: str, results: str | Path, preset: str, seeds: list[int] 
     ``seeds`` replaces the preset's ``SEEDS`` (a variant trained at other seeds); the other seed
     lists (``CONFIRM_SEEDS``) are the preset's.
     """
-    if campaign not in CAMPAIGNS:
-        raise ValueError(f"unknown campaign {campaign!r}; choose one of {sorted(CAMPAIGNS)}")
+    check_campaign(campaign)
     results, spec = Path(results), CAMPAIGNS[campaign]
     params = notebook_params(preset)
     if seeds is not None:

@@ -35,6 +35,7 @@ from typing import Literal
 from wmrl.arms import Arm, get_arm
 
 __all__ = [
+    "PROFILE_ALIASES",
     "SCHEDULING_FIELDS",
     "AgentConfig",
     "ConfigError",
@@ -245,6 +246,11 @@ class MethodConfig:
                  od_condition_min_pairs=2)
 
 
+#: Names of the program-analysis world model's profiles that a user may type or a stored run's config may
+#: hold, with the profile each one means: "paper" names the publication and its scale only.
+PROFILE_ALIASES = {"paper": "train_split", "paper_tuning": "tuning_split"}
+
+
 @dataclass(frozen=True)
 class WorldModelConfig:
     """The frozen world model that reads the code instead of running it (Sec. 3.2)."""
@@ -263,13 +269,13 @@ class WorldModelConfig:
     model: str | None = None
     base_url: str | None = None  # ``openai`` backend only: e.g. http://127.0.0.1:8000/v1
     temperature: float = 0.7  # the world model samples its verdicts (paper: T = 0.7)
-    #: program-analysis world model's error profile: ``paper_tuning`` defaults to pass unless a check
+    #: program-analysis world model's error profile: ``tuning_split`` defaults to pass unless a check
     #: finds a certain defect (optimistic, like the paper's DEFAULT-TO-PASS LLM world model), its
     #: constants fitted on the pool's tuning split, tasks no run trains or evaluates on, so it never
-    #: scores a task it was fitted on; ``paper`` is the same model with its constants fitted on scripts
-    #: of the training tasks (kept for comparison: notebook 05); ``pessimistic`` fails on suspicions
-    #: too (the original program analysis, kept for comparison)
-    profile: Literal["paper", "paper_tuning", "pessimistic"] = "paper_tuning"
+    #: scores a task it was fitted on; ``train_split`` is the same model with its constants fitted on
+    #: scripts of the training tasks (notebook 05 compares them); ``pessimistic`` fails on suspicions
+    #: too (notebook 05's baseline)
+    profile: Literal["train_split", "tuning_split", "pessimistic"] = "tuning_split"
     #: LLM world model's prompting: the paper's eight ``decomposed`` checks (one request each) or one
     #: ``holistic`` prompt that answers all of them at once (eight times fewer requests; small models)
     mode: Literal["decomposed", "holistic"] = "decomposed"
@@ -300,6 +306,9 @@ class WorldModelConfig:
     max_model_len: int | None = None
 
     def __post_init__(self):
+        if self.profile in PROFILE_ALIASES:
+            raise ConfigError(f"world_model.profile={self.profile!r} is not a profile: the one meant is "
+                              f"{PROFILE_ALIASES[self.profile]!r} (--set world_model.profile={PROFILE_ALIASES[self.profile]})")
         check_section(self)
         at_least(self, max_new_tokens=1, max_retries=0, max_concurrency=1)
         if not 0.0 <= self.max_defaulted_share <= 1.0:
@@ -358,7 +367,7 @@ class SandboxConfig:
     gpu_devices: str | None = None
     #: ``run``: a script this run already executed for a task is served from the run's own memo
     #: (charged the measured cost of the execution it reuses), so a run depends on nothing outside
-    #: itself; ``shared``: one memo at the data root for every run (faster; a labelled replay mode:
+    #: itself; ``shared``: one memo at the data root for every run (faster; a labelled reuse mode:
     #: a run then reuses outcomes other runs measured); ``off``: execute every script.
     memo: Literal["run", "shared", "off"] = "run"
 
@@ -590,7 +599,8 @@ def experiment_identity(config: dict) -> dict:
     ``method.anchor_selection``, ...), and a field since removed or moved is dropped (it can no
     longer be asked for). So a new switch does not turn every stored run into another experiment.
     Nor does a setting the run never reads: ``world_model.profile`` is left out unless the run's arm
-    consults the program-analysis world model (:func:`_reads_profile`).
+    consults the program-analysis world model (:func:`_reads_profile`). A profile stored under another
+    name (:data:`PROFILE_ALIASES`) reads as the profile it names.
     """
     out = json.loads(json.dumps(config))
     for name, cls in _SECTIONS.items():
@@ -602,6 +612,8 @@ def experiment_identity(config: dict) -> dict:
         section, _, name = dotted.partition(".")
         out.get(section, {}).pop(name, None)
     wm = out.get("world_model")
+    if isinstance(wm, dict) and wm.get("profile") in PROFILE_ALIASES:
+        wm["profile"] = PROFILE_ALIASES[wm["profile"]]
     if isinstance(wm, dict) and not _reads_profile(out.get("arm"), wm.get("kind")):
         wm.pop("profile", None)
     return out

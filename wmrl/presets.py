@@ -108,7 +108,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "REGIME_FIRST_FITS": [2, 6], "REGIME_IVD_WARMUP": 2,
                   # 12_confirmatory: at the smoke preset it reuses the seed-0 runs of notebooks 02 and 11
                   "CONFIRM_SEEDS": [0],
-                  # 13_primary: one look at seed 0, the paper campaign's (not confirmatory at this preset)
+                  # 13_primary: one look at seed 0, the core campaign's (not confirmatory at this preset)
                   "PRIMARY_SEEDS": [0], "PRIMARY_LOOKS": [1],
                   # 09_exploit_stress: the region's real outcomes on one task, for one family in it and one not
                   **_STRESS, "STRESS_REGION_FAMILIES": ["forest", "knn"], "STRESS_REGION_TASKS": 1,

@@ -6,16 +6,16 @@ For each notebook ``notebooks/NN_name.ipynb``, in order:
 2. **train**: papermill-execute it with ``MODE="train"`` and the preset into
    ``results/runs/NN_name.ipynb`` (a record of the run; the committed notebook is never the
    output), which writes ``results/`` and ``figures/``;
-3. **replay**: execute the committed notebook in place with its default parameters
-   (``MODE="replay"``), so that its committed outputs show exactly what ``results/`` holds and
+3. **redraw**: execute the committed notebook in place with its default parameters
+   (``MODE="redraw"``), so that its committed outputs show exactly what ``results/`` holds and
    nbval's checked cells match, then re-sync the ``.py`` pair.
 
 Then ``RESULTS.md`` is rewritten from ``results/`` (:mod:`wmrl.experiments.results_page`): every
-claim of the paper with ours beside it, and what each notebook shows, in the replayed preset.
+claim of the paper with ours beside it, and what each notebook shows, in the redrawn preset.
 
 The committed results come from four campaigns, listed with the notebooks and the run folders
-each one owns in :data:`wmrl.campaigns.CAMPAIGNS`: ``paper`` (``make reproduce``), ``dial``
-(``make reproduce-dial``) and ``beyond`` (``make reproduce-beyond``), which both read the paper
+each one owns in :data:`wmrl.campaigns.CAMPAIGNS`: ``core`` (``make reproduce``), ``dial``
+(``make reproduce-dial``) and ``beyond`` (``make reproduce-beyond``), which both read the core
 campaign's default runs and so run after it, and ``llm`` (``make reproduce-llm``). ``--fresh``
 removes the campaign's own runs first (:func:`wmrl.campaigns.selection`), so it retrains them
 and nothing else; without it, finished runs are kept and checkpointed ones resume.
@@ -24,21 +24,21 @@ Notebooks that do not exist yet are skipped; a failing notebook is named with it
 the others still run, and the exit status is non-zero.
 
     python -m wmrl.reproduce                      # every notebook, preset "small"
-    python -m wmrl.reproduce --campaign paper --fresh  # make reproduce: notebooks 00-06 and 11, retrained
-    python -m wmrl.reproduce --campaign paper     # make reproduce-resume: go on where it stopped
-    python -m wmrl.reproduce --campaign paper --executor ray  # each run a Ray task on a cluster (docs/cluster.md)
+    python -m wmrl.reproduce --campaign core --fresh  # make reproduce: notebooks 00-06 and 11, retrained
+    python -m wmrl.reproduce --campaign core      # make reproduce-resume: go on where it stopped
+    python -m wmrl.reproduce --campaign core --executor ray  # each run a Ray task on a cluster (docs/cluster.md)
     python -m wmrl.reproduce --campaign dial --fresh   # make reproduce-dial: notebook 08, the fidelity dial
     python -m wmrl.reproduce --campaign llm --fresh    # make reproduce-llm: notebook 07, the LLM agent
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
     python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
-    python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
+    python -m wmrl.reproduce --redraw-only        # only redraw the committed notebooks and RESULTS.md
     python -m wmrl.reproduce --timings            # results/timings.json and the README's quick-start table
-    python -m wmrl.reproduce --campaign paper --replay-executions  # retrain from the record, compare to the bit
+    python -m wmrl.reproduce --campaign core --replay-executions  # retrain from the record, compare to the bit
 
 The quick-start table's times are read from ``results/timings.json`` (:func:`timings`): each
 campaign's training runs under ``results/`` and the wall time their ``summary.json`` recorded, with
 the machines and commits they ran at, so the README cannot disagree with the runs it describes. A
-campaign at the committed preset also records each notebook's measured train and replay seconds
+campaign at the committed preset also records each notebook's measured train and redraw seconds
 there (``measured``, :func:`record_durations`).
 
 Every training run also writes its **execution record** (:mod:`wmrl.record`): each script's
@@ -68,23 +68,23 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from wmrl import record
-from wmrl.campaigns import CAMPAIGNS, campaign_of, quick_seed, selection
+from wmrl.campaigns import CAMPAIGNS, campaign_of, check_campaign, quick_seed, selection
 from wmrl.config import experiment_identity
 from wmrl.experiments.executor import EXECUTOR_HELP, parse_executor
-from wmrl.experiments.notebook import REPLAY_PRESET, available_presets, ensure_kernel, variant_folders
+from wmrl.experiments.notebook import REDRAW_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
 from wmrl.provenance import REPO, atomic_path, cpu_model, provenance, write_json_atomic
 from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
 __all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
-           "executions", "main", "quickstart_table", "record_durations", "replay_notebook", "save_agreement", "timings",
+           "executions", "main", "quickstart_table", "record_durations", "redraw_notebook", "save_agreement", "timings",
            "train_notebook", "write_timings"]
 
 NOTEBOOKS = REPO / "notebooks"
@@ -100,7 +100,7 @@ NOT_REPLAYABLE = {n: c.unrecorded for c in CAMPAIGNS.values() if c.unrecorded fo
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
-     "paper"),
+     "core"),
     ("make reproduce-quick", "a first look: notebooks 00-06 at seed 0 in results/runs/small-seeds0/ (no intervals)",
      "quick"),
     ("make reproduce-dial", "notebook 08, the world-model fidelity dial (after make reproduce)", "dial"),
@@ -120,7 +120,7 @@ class NotebookRun:
     name: str
     status: str = "ok"  # ok | skipped | failed
     train_s: float | None = None
-    replay_s: float | None = None
+    redraw_s: float | None = None
     detail: str = ""
 
 
@@ -170,7 +170,7 @@ def train_notebook(name: str, preset: str, kernel: str, params: dict | None = No
         raise RuntimeError(f"train: cell {e.cell_index} (execution {e.exec_count}): {e.ename}: {e.evalue[:300]}") from e
 
 
-def replay_notebook(name: str, kernel: str, timeout: int) -> None:
+def redraw_notebook(name: str, kernel: str, timeout: int) -> None:
     """Execute the committed notebook in place with its defaults; written back only on success."""
     from nbclient import NotebookClient
 
@@ -181,7 +181,7 @@ def replay_notebook(name: str, kernel: str, timeout: int) -> None:
     try:
         client.execute()
     except Exception as e:  # nbclient raises several types; the failing cell is in the outputs
-        raise RuntimeError(f"replay: {_failing_cell(nb) or f'{type(e).__name__}: {e}'[:400]}") from e
+        raise RuntimeError(f"redraw: {_failing_cell(nb) or f'{type(e).__name__}: {e}'[:400]}") from e
     with atomic_path(path) as tmp:
         nbformat.write(nb, tmp)
     _sync(name)
@@ -313,14 +313,14 @@ def agreement(campaign: str, names: list[str], results: Path = RESULTS) -> dict:
     """How a retrained campaign agrees with the last commit's: its runs' held-out Avg (within 1 point),
     its notebooks' verdicts, and the outcome of every script both execution records ran."""
     deltas = []
-    for folder in selection(campaign, results, REPLAY_PRESET):
+    for folder in selection(campaign, results, REDRAW_PRESET):
         for path in sorted(folder.rglob("summary.json")):
             old = _committed(path.relative_to(results))
             if old is not None:
                 deltas.append(100 * abs(json.loads(path.read_text())["heldout"]["avg"] - json.loads(old)["heldout"]["avg"]))
     changed, compared = [], 0
     for name in names:
-        path = results / "claims" / REPLAY_PRESET / f"{name}.parquet"
+        path = results / "claims" / REDRAW_PRESET / f"{name}.parquet"
         old = _committed(path.relative_to(results)) if path.exists() else None
         if old is None:
             continue
@@ -390,11 +390,11 @@ def _entry(summaries: list[dict], what: str) -> dict:
             if prov else []}
 
 
-def timings(results: Path = RESULTS, preset: str = REPLAY_PRESET) -> dict:
+def timings(results: Path = RESULTS, preset: str = REDRAW_PRESET) -> dict:
     """Each campaign's training time at ``preset``: its runs under ``results/`` (its selection in
     :mod:`wmrl.campaigns`) and the sum of the wall time each run's ``summary.json`` recorded, with their
     machines' core counts, commits and dates. ``quick`` is ``make reproduce-quick``'s share (the default
-    runs at seed 0); ``run:<arm>/seed<S>`` one run. The notebooks' own cells (replays, scoring, the
+    runs at seed 0); ``run:<arm>/seed<S>`` one run. The notebooks' own cells (redraws, scoring, the
     theory notebook's simulations, the VLA analog) and the LLM warm start are not runs, so not counted."""
     results = Path(results)
     out = {"source": "the sum of wall_s in each run's summary.json under results/ (python -m wmrl.reproduce --timings)",
@@ -402,7 +402,7 @@ def timings(results: Path = RESULTS, preset: str = REPLAY_PRESET) -> dict:
     for campaign in CAMPAIGNS:  # results/runs/ holds variants' scratch runs, not the committed ones
         committed = [p for p in selection(campaign, results, preset) if p != results / "runs"]
         out[campaign] = _entry(_summaries(committed), CAMPAIGNS[campaign].about)
-    quick = [p for p in selection("paper", results, preset, seeds=[0]) if p.parent.parent == results / "train" / preset
+    quick = [p for p in selection("core", results, preset, seeds=[0]) if p.parent.parent == results / "train" / preset
              and "~" not in p.parent.name]
     out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 (make reproduce-quick)")
     llm = results / "train" / notebook_params(preset)["LLM_PRESET"]
@@ -439,7 +439,7 @@ def _committed_timings(path: Path) -> dict:
 
 
 def record_durations(runs: list[NotebookRun], path: Path = TIMINGS, resumed: bool = False) -> None:
-    """Keep each trained notebook's measured train and replay seconds in ``timings.json`` (``measured``), with
+    """Keep each trained notebook's measured train and redraw seconds in ``timings.json`` (``measured``), with
     the commit, date and cores they ran at; the other entries are left as they are. ``resumed``: the call
     kept runs an earlier call had finished (no ``--fresh``), so its train seconds cover only what it added;
     the campaign's whole training time is its entry's sum of the runs' wall times."""
@@ -449,7 +449,7 @@ def record_durations(runs: list[NotebookRun], path: Path = TIMINGS, resumed: boo
     measured = times.setdefault("measured", {})
     for r in runs:
         if r.status == "ok" and r.train_s is not None:
-            measured[r.name] = {"train_s": round(r.train_s, 1), "replay_s": round(r.replay_s or 0.0, 1),
+            measured[r.name] = {"train_s": round(r.train_s, 1), "redraw_s": round(r.redraw_s or 0.0, 1),
                                 "resumed": resumed, **stamp}
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(times, indent=1) + "\n")
@@ -473,19 +473,29 @@ def write_timings(results: Path = RESULTS, path: Path = TIMINGS, readme: Path = 
     return times
 
 
-def main(argv=None) -> int:
+def _campaign(name: str) -> str:
+    """``--campaign``'s type: a campaign's name, else an error naming the campaign meant."""
+    try:
+        return check_campaign(name)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m wmrl.reproduce", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default=REPLAY_PRESET, help=f"one of {available_presets()} (wmrl/presets.py); "
-                        f"a preset other than {REPLAY_PRESET!r} is a variant: it trains only, into results/runs/<preset>/")
+    parser.add_argument("--preset", default=REDRAW_PRESET, help=f"one of {available_presets()} (wmrl/presets.py); "
+                        f"a preset other than {REDRAW_PRESET!r} is a variant: it trains only, into results/runs/<preset>/")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. 00_theory (default: all)")
-    which.add_argument("--campaign", choices=sorted(CAMPAIGNS),
+    which.add_argument("--campaign", type=_campaign, choices=sorted(CAMPAIGNS),
                        help="; ".join(f"{k}: {v.about}" for k, v in CAMPAIGNS.items()) + " (default: all)")
     parser.add_argument("--fresh", action="store_true", help="with --campaign: first remove the runs and results "
                         "the campaign owns (wmrl/campaigns.py), so it retrains them; the other campaigns' are kept")
     parser.add_argument("--timings", action="store_true", help="only rewrite results/timings.json and the README's "
                         "quick-start table from the runs' recorded wall times")
-    parser.add_argument("--replay-only", action="store_true", help="skip the train runs; refresh committed notebooks")
+    parser.add_argument("--redraw-only", action="store_true", help="train nothing: redraw the committed notebooks "
+                        "from results/ and rewrite RESULTS.md")
+    parser.add_argument("--replay-only", action="store_true", help=argparse.SUPPRESS)  # refused: see _check_args
     parser.add_argument("--replay-executions", action="store_true", help="retrain from the execution record "
                         "(<results>/executions/) into results/runs/replay-executions*/, executing nothing, and "
                         "compare every result and figure with the recorded campaign's")
@@ -496,144 +506,218 @@ def main(argv=None) -> int:
                        "campaign's seeds (a first look, no intervals)")
     parser.add_argument("--executor", default=None, metavar="SPEC", help=EXECUTOR_HELP)
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3, this interpreter)")
-    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell in replay (default 3600)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell in a redraw (default 3600)")
+    return parser
+
+
+def _check_args(parser: argparse.ArgumentParser, args) -> dict:
+    """Refuse contradictory options (``parser.error``); fill ``args.seeds`` for ``--quick``; return the notebook
+    parameter naming the executor (empty for the default), checked before any run trains."""
+    if args.replay_only:
+        parser.error("--replay-only is not an option: --redraw-only redraws the committed notebooks from results/ "
+                     "(--replay-executions retrains a campaign from its execution record)")
     if args.preset not in available_presets():
         parser.error(f"unknown preset {args.preset!r}; choose one of {available_presets()}")
     try:  # the notebooks' training reads it (their EXECUTOR parameter): a bad one fails here, before any runs
         chosen = parse_executor(args.executor)
-        where = {} if args.executor is None else {"EXECUTOR": str(chosen)}
     except ValueError as e:
         parser.error(str(e))
-    if args.timings:
-        write_timings()
-        print(f"wrote {TIMINGS} and {README}'s quick-start table")
-        return 0
     if args.quick:
         if not args.campaign:
             parser.error("--quick trains the first of a campaign's seeds: it needs --campaign")
         args.seeds = [quick_seed(args.campaign, args.preset)]
-    if args.fresh and (not args.campaign or args.replay_only):
+    if args.fresh and (not args.campaign or args.redraw_only):
         parser.error("--fresh removes a campaign's runs before training them: it needs --campaign and training "
-                     "(not --replay-only)")
-    if args.replay_executions and (args.fresh or args.replay_only):
+                     "(not --redraw-only)")
+    if args.replay_executions and (args.fresh or args.redraw_only):
         parser.error("--replay-executions retrains from the record into its own folder: not with --fresh or "
-                     "--replay-only")
-    ensure_kernel(args.kernel)
+                     "--redraw-only")
+    return {} if args.executor is None else {"EXECUTOR": str(chosen)}
 
-    # The committed notebooks, figures and RESULTS.md show REPLAY_PRESET's runs in results/ at its seeds.
-    # A variant (another preset, or other seeds: `make reproduce-quick`) trains from scratch into its own
-    # folder results/runs/<variant>/ (results, figures, executed notebooks) and rewrites nothing committed.
+
+class NoRecord(FileNotFoundError):
+    """``--replay-executions`` found no execution record to replay."""
+
+
+@dataclass
+class Plan:
+    """Where one call of :func:`main` trains, and whether it redraws the committed notebooks.
+
+    The committed notebooks, figures and RESULTS.md show REDRAW_PRESET's runs in results/ at its seeds.
+    A variant (another preset, or other seeds: ``make reproduce-quick``) trains from scratch into its own
+    folder ``results/runs/<variant>/`` (results, figures, executed notebooks) and rewrites nothing committed;
+    so does a replay of the execution record (``recorded``: the recorded campaign's results and figures
+    folders; ``copied``: the files copied from them, which the comparison skips)."""
+
+    params: dict  # notebook parameters of every training: SEEDS, RESULTS_DIR, FIGURES_DIR, EXECUTOR
+    redraws: bool
+    records: Path = RUNS  # where the executed training notebooks go
+    results_dir: Path = RESULTS
+    figures_dir: Path = FIGURES
+    recorded: tuple[Path, Path] | None = None
+    copied: set[str] = field(default_factory=set)
+
+
+def _plan(args, where: dict) -> Plan:
+    """The folders of ``args``' call; for ``--replay-executions`` (:class:`NoRecord` without a record), its replay
+    folder made empty, and what the campaign reads but does not own copied in (the dial's reference runs,
+    notebook 05's results)."""
     params = {"SEEDS": args.seeds} if args.seeds else {}
-    replays = args.replay_only or (args.preset == REPLAY_PRESET and not params)
-    records, results_dir, figures_dir, variant = RUNS, RESULTS, FIGURES, None
-    if not replays:
+    plan, variant = Plan(params, args.redraw_only or (args.preset == REDRAW_PRESET and not params)), None
+    if not plan.redraws:
         variant = "-".join([args.preset] + ([f"seeds{'_'.join(map(str, args.seeds))}"] if args.seeds else []))
-        results_dir, figures_dir = variant_folders(variant)
-        records = results_dir.parent
-        params.update(RESULTS_DIR=str(results_dir), FIGURES_DIR=str(figures_dir))
-    recorded = None  # with --replay-executions: the recorded campaign's results and figures folders
-    copied: set[str] = set()  # ... and the files copied from them, which the comparison skips
+        plan.results_dir, plan.figures_dir = variant_folders(variant)
+        plan.records = plan.results_dir.parent
     if args.replay_executions:
-        recorded = (results_dir, figures_dir)
-        source = results_dir / "executions"
-        if not any(source.glob("*.jsonl.gz")):
-            print(f"no execution record in {source}: a campaign trained by this version of wmrl.reproduce writes "
-                  "one (the committed runs that predate it have none)", file=sys.stderr)
-            return 2
-        results_dir, figures_dir = variant_folders("-".join(["replay-executions"] + ([variant] if variant else [])))
-        if results_dir.parent.exists():
-            shutil.rmtree(results_dir.parent)  # a replay retrains every run from its record
-        records, replays = results_dir.parent, False
-        params.update(RESULTS_DIR=str(results_dir), FIGURES_DIR=str(figures_dir))
-        if args.campaign:  # what it reads but does not own (the dial's reference runs, notebook 05's results)
-            copied = _copy_others(args.campaign, recorded[0], results_dir, args.preset, args.seeds)
-    if args.fresh:
-        root = RESULTS if replays else records / "results"
-        for path in selection(args.campaign, root, args.preset, args.seeds):
-            print(f"--fresh: removing {path}", flush=True)
-            shutil.rmtree(path)
-        for path in (root / "executions").glob(f"{args.campaign}.*"):  # its record is made anew
-            print(f"--fresh: removing {path}", flush=True)
-            path.unlink()
-    names, missing = discover(args.only, args.campaign)
-    runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
-    if recorded is not None:
-        runs += [NotebookRun(n, status="skipped", detail=f"not replayed: {NOT_REPLAYABLE[int(n[:2])]}")
-                 for n in names if int(n[:2]) in NOT_REPLAYABLE]
-        names = [n for n in names if int(n[:2]) not in NOT_REPLAYABLE]
-    for name in names:
-        run = NotebookRun(name)
-        print(f"\n=== {name} (preset {args.preset}) ===", flush=True)
-        try:
-            _sync(name)
-            if not args.replay_only:
-                export = None
-                if recorded is not None:
-                    spec = f"replay:{recorded[0] / 'executions'}"
-                elif int(name[:2]) not in NOT_REPLAYABLE:
-                    export = results_dir / "executions" / f"{campaign_of(name)}.jsonl.gz"
-                    export.parent.mkdir(parents=True, exist_ok=True)
-                    spec = f"record:{export}"
-                t0 = time.perf_counter()
-                with executions(spec, name, export) if export or recorded else contextlib.nullcontext():
-                    train_notebook(name, args.preset, args.kernel, {**params, **where}, records)
-                run.train_s = time.perf_counter() - t0
-            if replays:
-                t0 = time.perf_counter()
-                replay_notebook(name, args.kernel, args.timeout)
-                run.replay_s = time.perf_counter() - t0
-        except Exception as e:  # noqa: BLE001 -- report it and go on with the next notebook
-            run.status, run.detail = "failed", str(e)
-        runs.append(run)
-    if replays and not args.replay_only and any(r.train_s is not None for r in runs):
-        record_durations(runs, resumed=not args.fresh)  # a campaign at the committed preset: how long it took
-        if args.campaign and args.fresh:  # a resumed campaign kept runs, which would agree with themselves
+        plan.recorded = (plan.results_dir, plan.figures_dir)
+        if not any((plan.results_dir / "executions").glob("*.jsonl.gz")):
+            raise NoRecord(f"no execution record in {plan.results_dir / 'executions'}: a campaign trained by this "
+                           "version of wmrl.reproduce writes one (the committed runs that predate it have none)")
+        plan.results_dir, plan.figures_dir = variant_folders("-".join(["replay-executions"] + ([variant] if variant else [])))
+        if plan.results_dir.parent.exists():
+            shutil.rmtree(plan.results_dir.parent)  # a replay retrains every run from its record
+        plan.records, plan.redraws = plan.results_dir.parent, False
+        if args.campaign:
+            plan.copied = _copy_others(args.campaign, plan.recorded[0], plan.results_dir, args.preset, args.seeds)
+    if not plan.redraws:
+        plan.params.update(RESULTS_DIR=str(plan.results_dir), FIGURES_DIR=str(plan.figures_dir))
+    plan.params.update(where)
+    return plan
+
+
+def _remove_fresh(campaign: str, root: Path, preset: str, seeds) -> None:
+    """``--fresh``: remove the runs and results ``campaign`` owns under ``root``, and its execution record."""
+    for path in selection(campaign, root, preset, seeds):
+        print(f"--fresh: removing {path}", flush=True)
+        shutil.rmtree(path)
+    for path in (root / "executions").glob(f"{campaign}.*"):  # its record is made anew
+        print(f"--fresh: removing {path}", flush=True)
+        path.unlink()
+
+
+def _record_spec(name: str, plan: Plan) -> tuple[str | None, Path | None]:
+    """The execution record a notebook trains under (``replay:`` the recorded one, or ``record:`` its campaign's,
+    None for a notebook whose campaign keeps none) and the file a record being made is exported to."""
+    if plan.recorded is not None:
+        return f"replay:{plan.recorded[0] / 'executions'}", None
+    if int(name[:2]) in NOT_REPLAYABLE:
+        return None, None
+    export = plan.results_dir / "executions" / f"{campaign_of(name)}.jsonl.gz"
+    export.parent.mkdir(parents=True, exist_ok=True)
+    return f"record:{export}", export
+
+
+def _run_notebook(name: str, args, plan: Plan) -> NotebookRun:
+    """Train one notebook (unless ``--redraw-only``) and redraw it (if the plan redraws); a failure is reported
+    in the outcome, not raised, so the next notebook still runs."""
+    run = NotebookRun(name)
+    print(f"\n=== {name} (preset {args.preset}) ===", flush=True)
+    try:
+        _sync(name)
+        if not args.redraw_only:
+            spec, export = _record_spec(name, plan)
+            t0 = time.perf_counter()
+            with executions(spec, name, export) if spec else contextlib.nullcontext():
+                train_notebook(name, args.preset, args.kernel, plan.params, plan.records)
+            run.train_s = time.perf_counter() - t0
+        if plan.redraws:
+            t0 = time.perf_counter()
+            redraw_notebook(name, args.kernel, args.timeout)
+            run.redraw_s = time.perf_counter() - t0
+    except Exception as e:  # noqa: BLE001 -- report it and go on with the next notebook
+        run.status, run.detail = "failed", str(e)
+    return run
+
+
+def _after_redraw(args, runs: list[NotebookRun], names: list[str]) -> NotebookRun:
+    """After a campaign at the committed preset: its notebooks' durations and its agreement with the last commit
+    (a fresh campaign only: a resumed one kept runs, which would agree with themselves); then RESULTS.md and
+    the README's results block, rewritten from results/ (the returned outcome)."""
+    if not args.redraw_only and any(r.train_s is not None for r in runs):
+        record_durations(runs, resumed=not args.fresh)
+        if args.campaign and args.fresh:
             try:
                 found = agreement(args.campaign, names, RESULTS)
                 _print_agreement(args.campaign, found)
                 save_agreement(args.campaign, found, RESULTS)
             except Exception as e:  # noqa: BLE001 -- a report; the campaign's outcome stands
                 print(f"agreement with the last commit not computed: {type(e).__name__}: {e}", file=sys.stderr)
-    if replays:
-        page = NotebookRun("RESULTS.md")
-        try:
-            write_results_page(RESULTS, RESULTS_PAGE, REPLAY_PRESET)
-            write_readme_summary(RESULTS_PAGE, REPO / "README.md", RESULTS)
-        except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
-            page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
-        runs.append(page)
-    elif recorded is None:
-        print(f"\nthe variant's results, figures and executed notebooks are in {records}/ (the committed ones show "
-              f"preset {REPLAY_PRESET}'s runs at its seeds and are left as they are)")
-    if recorded is not None:
-        page = NotebookRun("replay-executions")
-        found = {k: a + b for (k, a), b in zip(compare_outputs(recorded[0], results_dir, copied).items(),
-                                               compare_outputs(recorded[1], figures_dir).values())}
-        print(f"\nreplayed from the execution record into {records}/: {len(found['same'])} files identical to the "
-              f"recorded campaign's, {len(found['rounding'])} equal but for the float32 rounding of the policy's "
-              f"training diagnostics ({', '.join(FLOAT32_DIAGNOSTICS)}: this CPU computes their last bits "
-              f"otherwise), {len(found['differ'])} different, {len(found['missing'])} not in it")
-        for rel in found["differ"]:
-            print(f"  differs: {rel}")
-        for rel in found["missing"]:
-            print(f"  not in the recorded campaign: {rel}")
-        if any(rel.startswith("vla/") for rel in found["differ"]):
-            print(f"  the VLA runs (notebook 06) compute the same bits on every x86-64 CPU with AVX2 and FMA "
-                  f"(wmrl.vla.exact, wmrl.vla.envs): on such a CPU a difference here is a finding to report, with "
-                  f"this CPU, {cpu_model()} (docs/reproducibility.md)")
-        if found["differ"] or found["missing"] or not found["same"]:
-            page.status, page.detail = "failed", (f"{len(found['differ'])} files differ, {len(found['missing'])} "
-                                                  "not in the recorded campaign")
-        runs.append(page)
+    page = NotebookRun("RESULTS.md")
+    try:
+        write_results_page(RESULTS, RESULTS_PAGE, REDRAW_PRESET)
+        write_readme_summary(RESULTS_PAGE, REPO / "README.md", RESULTS)
+    except Exception as e:  # noqa: BLE001 -- the notebooks' outcome is still reported
+        page.status, page.detail = "failed", f"{type(e).__name__}: {e}"[:400]
+    return page
 
-    print("\nnotebook                 status    train_s  replay_s  detail")
+
+def _compare_replay(plan: Plan) -> NotebookRun:
+    """``--replay-executions``: every file the replay wrote against the recorded campaign's, printed."""
+    page = NotebookRun("replay-executions")
+    recorded_results, recorded_figures = plan.recorded
+    found = {k: a + b for (k, a), b in zip(compare_outputs(recorded_results, plan.results_dir, plan.copied).items(),
+                                           compare_outputs(recorded_figures, plan.figures_dir).values())}
+    print(f"\nreplayed from the execution record into {plan.records}/: {len(found['same'])} files identical to the "
+          f"recorded campaign's, {len(found['rounding'])} equal but for the float32 rounding of the policy's "
+          f"training diagnostics ({', '.join(FLOAT32_DIAGNOSTICS)}: this CPU computes their last bits "
+          f"otherwise), {len(found['differ'])} different, {len(found['missing'])} not in it")
+    for rel in found["differ"]:
+        print(f"  differs: {rel}")
+    for rel in found["missing"]:
+        print(f"  not in the recorded campaign: {rel}")
+    if any(rel.startswith("vla/") for rel in found["differ"]):
+        print(f"  the VLA runs (notebook 06) compute the same bits on every x86-64 CPU with AVX2 and FMA "
+              f"(wmrl.vla.exact, wmrl.vla.envs): on such a CPU a difference here is a finding to report, with "
+              f"this CPU, {cpu_model()} (docs/reproducibility.md)")
+    if found["differ"] or found["missing"] or not found["same"]:
+        page.status, page.detail = "failed", (f"{len(found['differ'])} files differ, {len(found['missing'])} "
+                                              "not in the recorded campaign")
+    return page
+
+
+def _report(runs: list[NotebookRun]) -> int:
+    """Print each notebook's outcome; the exit status: 1 if any failed."""
+    print("\nnotebook                 status    train_s  redraw_s  detail")
     for r in sorted(runs, key=lambda r: r.name):
-        print(f"{r.name:<24} {r.status:<8} {_fmt(r.train_s)} {_fmt(r.replay_s)}   {r.detail}")
+        print(f"{r.name:<24} {r.status:<8} {_fmt(r.train_s)} {_fmt(r.redraw_s)}   {r.detail}")
     failed = [r.name for r in runs if r.status == "failed"]
     if failed:
         print(f"\nFAILED: {', '.join(failed)} (the papermill record is in results/runs/<name>.ipynb)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    """The command line (the module's docstring): train, redraw or replay the notebooks asked for, then report."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    where = _check_args(parser, args)
+    if args.timings:
+        write_timings()
+        print(f"wrote {TIMINGS} and {README}'s quick-start table")
+        return 0
+    ensure_kernel(args.kernel)
+    try:
+        plan = _plan(args, where)
+    except NoRecord as e:
+        print(e, file=sys.stderr)
+        return 2
+    if args.fresh:
+        _remove_fresh(args.campaign, RESULTS if plan.redraws else plan.records / "results", args.preset, args.seeds)
+    names, missing = discover(args.only, args.campaign)
+    runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
+    if plan.recorded is not None:
+        runs += [NotebookRun(n, status="skipped", detail=f"not replayed: {NOT_REPLAYABLE[int(n[:2])]}")
+                 for n in names if int(n[:2]) in NOT_REPLAYABLE]
+        names = [n for n in names if int(n[:2]) not in NOT_REPLAYABLE]
+    runs += [_run_notebook(name, args, plan) for name in names]
+    if plan.redraws:
+        runs.append(_after_redraw(args, runs, names))
+    elif plan.recorded is None:
+        print(f"\nthe variant's results, figures and executed notebooks are in {plan.records}/ (the committed ones "
+              f"show preset {REDRAW_PRESET}'s runs at its seeds and are left as they are)")
+    if plan.recorded is not None:
+        runs.append(_compare_replay(plan))
+    return _report(runs)
 
 
 def _fmt(seconds: float | None) -> str:

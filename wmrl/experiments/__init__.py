@@ -1,7 +1,7 @@
 """Runnable experiments and the analysis every notebook shares.
 
 - running: :mod:`~wmrl.experiments.run` (one arm), :mod:`~wmrl.experiments.collect` (train what is
-  missing, load runs, :func:`~wmrl.experiments.collect.load_arm_runs`);
+  missing, load runs, :func:`~wmrl.experiments.collect.ensure_arm_runs`);
 - the notebook convention: :mod:`~wmrl.experiments.notebook` (parameters, results with provenance,
   figures);
 - analysis: :mod:`~wmrl.experiments.stats` (intervals, paired differences, detectable differences,

@@ -3,13 +3,13 @@
 The notebooks share runs: the ``wmrl`` arm of the main table is the ``both`` row of the ablation
 table and the reference of the anchor-only notebook. :func:`ensure_runs` therefore trains an
 (arm, seed) only when its ``summary.json`` is missing or was written with another config, and
-:func:`load_runs` reads every finished run of a preset from ``results/`` (replay mode).
+:func:`load_runs` reads every finished run of a preset from ``results/`` (redraw mode).
 
 A run with config overrides (a new switch, an ablation) needs a ``tag``: it is stored under
 ``<arm>~<tag>/`` and loaded as arm ``"<arm>~<tag>"``, so it never overwrites, and is never
 mistaken for, the default run of its arm.
 
-:func:`load_arm_runs` is the notebooks' one call: train the missing runs in train mode, load them,
+:func:`ensure_arm_runs` is the notebooks' one call: train the missing runs in train mode, load them,
 check that every (arm, seed) asked for is there, and add the compute totals. :func:`load_vla_runs`
 is the same call for the VLA analog's runs (notebook 06).
 """
@@ -33,8 +33,19 @@ from wmrl.presets import run_config
 from wmrl.progress import tqdm
 from wmrl.runs import RESULTS, run_dir, run_label
 
-__all__ = ["check_runs_present", "ensure_runs", "load_arm_runs", "load_runs", "load_table", "load_vla_runs",
+__all__ = ["check_runs_present", "ensure_arm_runs", "ensure_runs", "load_runs", "load_table", "load_vla_runs",
            "run_settings"]
+
+
+def __getattr__(name: str):
+    """``load_arm_runs`` is a callable that fails naming the function meant: the call that trains what is
+    missing and then loads is :func:`ensure_arm_runs` (the ``load_*`` functions only read)."""
+    if name == "load_arm_runs":
+        def load_arm_runs(*args, **kwargs):
+            raise NameError("there is no load_arm_runs: ensure_arm_runs(cfg, arms, ...) trains the missing runs "
+                            "(train mode) and loads them; load_runs only reads")
+        return load_arm_runs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULTS, progress: bool = True,
@@ -204,8 +215,8 @@ def check_runs_present(runs: pd.DataFrame, arms, seeds) -> None:
             f"`python -m wmrl.experiments run --arm ARM --seed SEED`, or pass SEEDS/ARMS that exist")
 
 
-def load_arm_runs(cfg: NotebookConfig, arms, *, tag: str | None = None, overrides: dict | None = None,
-                  seeds=None) -> pd.DataFrame:
+def ensure_arm_runs(cfg: NotebookConfig, arms, *, tag: str | None = None, overrides: dict | None = None,
+                    seeds=None) -> pd.DataFrame:
     """A notebook's runs of ``arms``: trained first when ``cfg.mode`` is train, checked, with compute totals.
 
     One row per (arm, seed) as :func:`load_runs` gives it, plus :func:`~wmrl.experiments.costs.add_totals`'
@@ -237,7 +248,7 @@ def load_vla_runs(cfg: NotebookConfig, arms, *, required=(), workers: int = 2) -
 
     arms, seeds = list(arms), list(cfg.seeds)
     if cfg.train:
-        from wmrl.vla.runner import run_all  # needs the simulator; replay does not
+        from wmrl.vla.runner import run_all  # needs the simulator; a redraw does not
 
         run_all(cfg.preset, seeds, cfg.results_dir, arms=arms, workers=workers)
     try:

@@ -1,14 +1,14 @@
 """The notebook convention: parameters, presets, results with provenance, figures.
 
 Every experiment notebook follows the same rhythm, so that ``make reproduce`` (papermill, MODE
-"train") and ``make test`` (nbval on the committed notebook, MODE "replay") can drive all of them:
+"train") and ``make test`` (nbval on the committed notebook, MODE "redraw") can drive all of them:
 
-1. A cell tagged ``parameters`` with ``MODE = "replay"``, ``PRESET = "small"``, ``SEEDS = None``,
+1. A cell tagged ``parameters`` with ``MODE = "redraw"``, ``PRESET = "small"``, ``SEEDS = None``,
    ``RESULTS_DIR = "../results"``, ``FIGURES_DIR = "../figures"`` and the notebook's own keys,
    prefixed by the notebook (``THEORY_STEPS``...), set to ``None``. ``None`` means "take it from
    the preset" (the ``notebook`` block of :mod:`wmrl.presets`), so ``-p PRESET smoke`` and ``-p
    THEORY_STEPS 50`` both do what they say. Paths are relative to ``notebooks/`` (papermill and
-   nbval run with that working directory). The committed outputs show :data:`REPLAY_PRESET`; another
+   nbval run with that working directory). The committed outputs show :data:`REDRAW_PRESET`; another
    preset left at the default folders writes to its own, ``results/runs/<preset>/results`` and
    ``.../figures`` (:func:`variant_folders`, where ``python -m wmrl.reproduce --preset`` writes it
    too), so ``papermill -p PRESET smoke`` never touches a committed file. An ``EXECUTOR`` (where
@@ -18,7 +18,7 @@ Every experiment notebook follows the same rhythm, so that ``make reproduce`` (p
    A wrong parameter fails *here*, with a message that says what to pass, instead of an
    obscure error twenty cells later.
 3. MODE "train" computes and writes with :func:`save_results` (a provenance sidecar beside each
-   file); MODE "replay" reads with :func:`load_results`. Figures go through :func:`save_figure`.
+   file); MODE "redraw" reads with :func:`load_results`. Figures go through :func:`save_figure`.
    The final tables are in cells tagged ``nbval-check-output`` (nothing random or timed).
 """
 
@@ -43,7 +43,7 @@ __all__ = [
     "ARM_COLORS",
     "COMMON_KEYS",
     "MODES",
-    "REPLAY_PRESET",
+    "REDRAW_PRESET",
     "Declared",
     "NotebookConfig",
     "ParameterError",
@@ -62,9 +62,9 @@ __all__ = [
     "variant_folders",
 ]
 
-MODES = ("replay", "train")
+MODES = ("redraw", "train")
 COMMON_KEYS = ("MODE", "PRESET", "SEEDS", "RESULTS_DIR", "FIGURES_DIR")
-REPLAY_PRESET = "small"  # the preset the committed notebooks, figures and results show
+REDRAW_PRESET = "small"  # the preset the committed notebooks, figures and results show
 COMMITTED_RESULTS, COMMITTED_FIGURES = REPO / "results", REPO / "figures"
 # ``ARM_COLORS`` and ``use_style`` live in :mod:`wmrl.experiments.plots`; they are re-exported here
 # because every notebook already holds this module as ``nb``.
@@ -146,7 +146,7 @@ def check_params(
         ns: the notebook's ``globals()`` after the parameters (and papermill's injected) cells.
         notebook: the notebook's name, e.g. ``"00_theory"`` (recorded in provenance).
         keys: the notebook's own parameter names; ``None`` values are filled from the preset.
-        results_subdir: the folder under ``RESULTS_DIR`` this notebook writes; in replay mode it
+        results_subdir: the folder under ``RESULTS_DIR`` this notebook writes; in redraw mode it
             must already hold results.
         choices: ``{key: allowed values}`` for keys with a closed set of values (arms...).
         seeds_key: the preset's key that ``SEEDS=None`` takes its seeds from (a confirmatory notebook's
@@ -155,6 +155,9 @@ def check_params(
     missing = [k for k in COMMON_KEYS if k not in ns]
     if missing:
         raise ParameterError(f"the parameters cell must define {list(COMMON_KEYS)}; missing {missing}")
+    if ns["MODE"] == "replay":
+        raise ParameterError("MODE='replay' is not a mode: MODE='redraw' redraws from RESULTS_DIR (papermill: -p MODE "
+                             "redraw); retraining from an execution record is python -m wmrl.reproduce --replay-executions")
     check_choice("MODE", ns["MODE"], MODES)
     check_choice("PRESET", ns["PRESET"], available_presets())
     try:
@@ -181,19 +184,19 @@ def check_params(
             check_choice(key, v, allowed)
     seeds = _check_seeds(resolved.pop("SEEDS"))
     results_dir, figures_dir = Path(ns["RESULTS_DIR"]).resolve(), Path(ns["FIGURES_DIR"]).resolve()
-    if ns["PRESET"] != REPLAY_PRESET:  # another preset never writes into the committed folders
+    if ns["PRESET"] != REDRAW_PRESET:  # another preset never writes into the committed folders
         own_results, own_figures = variant_folders(ns["PRESET"])
         results_dir = own_results if results_dir == COMMITTED_RESULTS.resolve() else results_dir
         figures_dir = own_figures if figures_dir == COMMITTED_FIGURES.resolve() else figures_dir
-    if ns["MODE"] == "replay" and results_subdir is not None:
+    if ns["MODE"] == "redraw" and results_subdir is not None:
         folder = results_dir / results_subdir
         if not folder.is_dir() or not any(folder.iterdir()):
             raise ParameterError(
-                f"MODE='replay' needs results in {folder}, which has none. Run with MODE='train' first "
+                f"MODE='redraw' needs results in {folder}, which has none. Run with MODE='train' first "
                 f"(papermill: -p MODE train -p PRESET smoke) or pass RESULTS_DIR pointing at a folder "
                 f"that holds {results_subdir}/."
             )
-    try:  # only training reads it: a replay trains nothing
+    try:  # only training reads it: a redraw trains nothing
         executor = str(parse_executor(ns.get("EXECUTOR"))) if ns["MODE"] == "train" else EXECUTOR_DEFAULT
     except ValueError as e:
         raise ParameterError(f"{e} (papermill: -p EXECUTOR local:2)") from None
@@ -258,7 +261,7 @@ def save_claims(table: pd.DataFrame, cfg: NotebookConfig, title: str, sentences=
     with the notebook's ``title`` and its closing ``sentences`` for FINDINGS.md (none: the table's own
     :func:`~wmrl.experiments.claims.what_we_see`), in ``claims/<preset>/<notebook>.parquet`` under
     ``RESULTS_DIR`` with provenance. RESULTS.md reads every declared table, so a notebook reaches the
-    page with no edit to library code. An unchanged declaration is not rewritten, so a replay of
+    page with no edit to library code. An unchanged declaration is not rewritten, so a redraw of
     unchanged results leaves the file and its provenance as they were."""
     if "claim" in table.columns or table.index.name != "claim":
         raise ValueError("save_claims takes claims.evaluate_claims's table, indexed by claim")
@@ -338,8 +341,8 @@ def save_figure(fig, name: str, cfg: NotebookConfig, caption: str, sources=()) -
     and copies their provenance, so a figure can be traced to the runs that produced its numbers;
     it also describes each panel (title, axis labels, legend entries, read from matplotlib's
     objects by :func:`~wmrl.experiments.plots.describe_axes`), which the figure test checks. The PNG itself carries no
-    date or commit, so replaying unchanged results gives identical bytes, and an unchanged file is
-    not rewritten (nbval's replay of the committed notebooks leaves ``figures/`` untouched).
+    date or commit, so redrawing unchanged results gives identical bytes, and an unchanged file is
+    not rewritten (nbval's redraw of the committed notebooks leaves ``figures/`` untouched).
     """
     path = cfg.figures_dir / f"{name}.png"
     buf = io.BytesIO()

@@ -1,11 +1,11 @@
 """``RESULTS.md``: every claim of the paper, ours beside it, and what each notebook shows, from ``results/``.
 
-Written by ``python -m wmrl.reproduce`` (also with ``--replay-only``) after the notebooks replay, from
+Written by ``python -m wmrl.reproduce`` (also with ``--redraw-only``) after the notebooks are redrawn, from
 what each notebook declared (:func:`~wmrl.experiments.notebook.save_claims`: its claims table and
 closing sentences; :func:`~wmrl.experiments.notebook.save_findings`: sentences alone), so the page,
 the notebooks and the numbers agree and a new notebook reaches the page with no edit here. The noise
 section is computed here, from the runs. The page carries no date or
-commit (those are in each result's provenance), so replaying unchanged results rewrites it identically.
+commit (those are in each result's provenance), so redrawing unchanged results rewrites it identically.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
                 "observations hold no BLAS result, so the contact simulator, which turns a last-bit difference "
                 "into another episode, sees the same states and actions wherever it runs (checked under other "
                 "torch, MKL, OpenBLAS and NumPy code paths; glibc's trigonometry, which MuJoCo calls, differs on "
-                "CPUs without FMA)." if "paper" in recorded else ""))]
+                "CPUs without FMA)." if "core" in recorded else ""))]
     for campaign in recorded:
         path = folder / f"{campaign}.agreement.json"
         if not path.is_file():

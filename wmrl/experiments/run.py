@@ -31,7 +31,7 @@ def train_run(cfg: RunConfig, preset: str, out: str | Path | None = None, *, poo
     if pool is None:
         pool = get_pool(cfg.paths.pool)
     if cfg.agent.kind == "grammar":
-        from wmrl.trainer.grammar import train  # deferred: it loads torch, which replaying notebooks never need
+        from wmrl.trainer.grammar import train  # deferred: it loads torch, which redrawing notebooks never need
     else:
         from wmrl.trainer.llm.train import train
     return train(cfg, out, pool, preset, memo_path=memo_path, progress=progress)

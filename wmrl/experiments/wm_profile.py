@@ -1,7 +1,7 @@
 """Notebook 05's readout: the program-analysis world model's error profile summarised, and its sentences.
 
 The measurement itself (the trained and the untrained agent's scripts, executed once and
-predicted by every profile) and the tuning of the ``paper`` and ``paper_tuning`` profiles' constants are notebook 05's
+predicted by every profile) and the tuning of the ``train_split`` and ``tuning_split`` profiles' constants are notebook 05's
 own helper, ``notebooks/_wm_profile.py``.
 """
 
@@ -48,23 +48,23 @@ def fidelity_findings(rows: pd.DataFrame, steps: pd.DataFrame) -> list[str]:
 
 def profile_findings(summary: pd.DataFrame) -> list[str]:
     """Notebook 05's reading of the error profiles on each agent's scripts, from :func:`summary_table`:
-    ``paper`` against ``pessimistic``, and against ``paper_tuning`` (the same model with its constants
+    ``train_split`` against ``pessimistic``, and against ``tuning_split`` (the same model with its constants
     fitted on the tuning split instead of the training tasks) where it was measured."""
     out = []
     for (agent, tasks), d in summary.groupby(level=["agent", "tasks"], sort=False):
-        if "(not tuned on)" in tasks or not {"paper", "pessimistic"} <= set(d.index.get_level_values("profile")):
+        if "(not tuned on)" in tasks or not {"train_split", "pessimistic"} <= set(d.index.get_level_values("profile")):
             continue
-        pap, pes = d.xs("paper", level="profile").iloc[0], d.xs("pessimistic", level="profile").iloc[0]
+        train, pes = d.xs("train_split", level="profile").iloc[0], d.xs("pessimistic", level="profile").iloc[0]
         sentence = (
-            f"On the {agent} agent's {int(pap.n)} scripts of the {'held-out' if tasks == 'heldout' else 'training'} "
-            f"tasks ({pap.real_ok_rate:.0%} run to a valid submission), the paper profile predicts {pap.pred_ok_rate:.0%} "
-            f"valid (pessimistic: {pes.pred_ok_rate:.0%}), a mean reward error of {pap.mean_error:+.3f} "
+            f"On the {agent} agent's {int(train.n)} scripts of the {'held-out' if tasks == 'heldout' else 'training'} "
+            f"tasks ({train.real_ok_rate:.0%} run to a valid submission), the train_split profile predicts {train.pred_ok_rate:.0%} "
+            f"valid (pessimistic: {pes.pred_ok_rate:.0%}), a mean reward error of {train.mean_error:+.3f} "
             f"(pessimistic: {pes.mean_error:+.3f}; > 0 is optimistic) and "
-            + (f"a within-group Spearman of {pap.within_group_spearman:.2f} (pessimistic: "
-               f"{pes.within_group_spearman:.2f})." if pap.n_groups else
+            + (f"a within-group Spearman of {train.within_group_spearman:.2f} (pessimistic: "
+               f"{pes.within_group_spearman:.2f})." if train.n_groups else
                "no within-group Spearman (no group of 3 scripts or more with different real rewards)."))
-        if "paper_tuning" in d.index.get_level_values("profile"):
-            tun = d.xs("paper_tuning", level="profile").iloc[0]
+        if "tuning_split" in d.index.get_level_values("profile"):
+            tun = d.xs("tuning_split", level="profile").iloc[0]
             sentence += (f" Fitted on the tuning split instead of the training tasks, it predicts {tun.pred_ok_rate:.0%} "
                          f"valid, a mean reward error of {tun.mean_error:+.3f}"
                          + (f" and a within-group Spearman of {tun.within_group_spearman:.2f}." if tun.n_groups else "."))

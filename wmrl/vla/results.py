@@ -12,8 +12,8 @@ A run lives like the agent runs (:mod:`wmrl.runs`), under
 
 ``<results>/vla/.work/sft/`` caches the SFT policy and the frozen world model of a seed, keyed by
 the ``sft`` section and the seed, shared by every arm and preset with that section: scratch,
-safe to delete, never needed to replay. Every file is written atomically. Kept apart from
-:mod:`wmrl.vla.runner` so a notebook in replay mode imports neither MuJoCo nor Meta-World.
+safe to delete, needed neither to redraw nor to replay. Every file is written atomically. Kept apart from
+:mod:`wmrl.vla.runner` so a notebook in redraw mode imports neither MuJoCo nor Meta-World.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def sft_cache_dir(results: str | Path | None) -> Path:
 
 
 def load_results(results: str | Path | None, preset: str, tag: str | None = None) -> list[dict]:
-    """Every finished run of ``preset`` (the notebook's replay source): default runs, or those of ``tag``.
+    """Every finished run of ``preset`` (what the notebook redraws from): default runs, or those of ``tag``.
 
     Results in the layout of earlier versions (``<preset>/<arm>_seed<S>.json``) are not read: they
     were trained before the VLA ran through :class:`wmrl.step.WMRLStep` (another order of

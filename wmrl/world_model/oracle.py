@@ -56,7 +56,7 @@ from wmrl.world_model.fidelity import real_reward
 
 __all__ = ["CHARGE_S", "DISTORTIONS", "OracleWorldModel", "distort", "read_outcome"]
 
-#: Charged CPU seconds per prediction: about what the program-analysis world model (``paper``
+#: Charged CPU seconds per prediction: about what the program-analysis world model (``train_split``
 #: profile) costs per script of the untrained agent's, so that an oracle run is charged as a cheap
 #: world model would be, not as the execution it reads its truth from.
 CHARGE_S = 0.0042

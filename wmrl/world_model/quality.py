@@ -14,11 +14,11 @@ Two estimates of the expected position score, one per profile of
 
 - ``pessimistic`` (:func:`prior_expected`, the original model): a fixed prior per (family,
   category), a small penalty for a small configuration, a subsample or hard labels;
-- ``paper`` (:func:`traits_expected`): an additive model over the traits,
+- ``train_split`` (:func:`traits_expected`): an additive model over the traits,
   ``expected = clip(b[category] + f[family, category] + sum_k w_k x_k, 0, 1)``, whose weights
   (:data:`QUALITY_WEIGHTS`) are fitted by ``python notebooks/_wm_profile.py tune --split train`` on
   a tuning set of the training tasks' scripts at a seed of its own (no held-out task, no evaluation
-  item; see that module); the ``paper_tuning`` profile uses the same model with weights fitted on
+  item; see that module); the ``tuning_split`` profile uses the same model with weights fitted on
   the pool's tuning split (:data:`QUALITY_WEIGHTS_TUNING`, ``--split tuning``).
 
 Either expectation becomes a distribution over buckets (:func:`bucket_distribution`): a Gaussian
@@ -197,7 +197,7 @@ def trait_vector(task, traits: dict) -> dict[str, float]:
     return x
 
 
-#: The ``paper`` profile's additive quality model: position score = the sum of the weights of a
+#: The ``train_split`` profile's additive quality model: position score = the sum of the weights of a
 #: script's :func:`trait_vector` (clipped to [0, 1]). Fitted by ridge regression on the real
 #: position scores of the tuning set's scripts that ran ok (``python notebooks/_wm_profile.py
 #: tune --split train``: the small pool's training tasks, executed in the small preset's sandbox), never on an
@@ -227,7 +227,7 @@ QUALITY_WEIGHTS: dict[str, float] = {
 }
 
 
-#: The ``paper_tuning`` profile's additive quality model: the same procedure fitted on the tuning
+#: The ``tuning_split`` profile's additive quality model: the same procedure fitted on the tuning
 #: split's scripts (``python notebooks/_wm_profile.py tune --split tuning``: tasks no run trains or
 #: evaluates on); tests/test_wm_profile.py checks them against the committed outcomes too.
 QUALITY_WEIGHTS_TUNING: dict[str, float] = {
@@ -250,7 +250,7 @@ QUALITY_WEIGHTS_TUNING: dict[str, float] = {
 
 
 def traits_expected(task, traits: dict, weights: dict[str, float] | None = None) -> float:
-    """The ``paper`` profile's expected position score: the additive model over :func:`trait_vector`."""
+    """The default-to-pass profiles' expected position score (:data:`QUALITY_WEIGHTS` unless ``weights``): the additive model over :func:`trait_vector`."""
     w = QUALITY_WEIGHTS if weights is None else weights
     x = trait_vector(task, traits)
     return float(np.clip(sum(w.get(k, 0.0) * v for k, v in x.items()), 0.0, 1.0))

@@ -12,7 +12,7 @@ only by its category.
 
 Three error profiles (``profile``), the same analysis under each:
 
-- ``paper``: the paper's LLM world model is told to DEFAULT TO PASS and to fail a
+- ``train_split``: the paper's LLM world model is told to DEFAULT TO PASS and to fail a
   check only with a specific line and a certain exception. So here a check fails only on a
   finding the analysis is sure of (``p_fail >= CERTAIN``: a file, column, name, module, keyword
   or method that is not there, a submission with the wrong columns or rows or none at all);
@@ -21,11 +21,12 @@ Three error profiles (``profile``), the same analysis under each:
   cost model's own error on the tuning set), and the quality bucket comes from an additive model
   over the script's traits, which ranks the scripts of one task. The result errs optimistically,
   as the paper's model does, and its score is close to a monotone function of the real one
-  (Assumption 6) apart from the defects nobody can see in the text.
-- ``paper_tuning`` (the default): the ``paper`` profile with its two fitted constants (the quality
-  weights and the budget margin) fitted on the pool's tuning split instead of the training tasks,
-  so the model is not fitted on a task it scores in training (notebook 05 compares the two);
-- ``pessimistic`` (the original model, kept for comparison): every finding fails its check with
+  (Assumption 6) apart from the defects nobody can see in the text. Its two fitted constants (the
+  quality weights and the budget margin) are fitted on scripts of the training tasks.
+- ``tuning_split`` (the default): the same model with those two constants fitted on the pool's
+  tuning split instead, so the model is not fitted on a task it scores in training (notebook 05
+  compares the two);
+- ``pessimistic`` (notebook 05's baseline): every finding fails its check with
   its own probability, suspicions included, the budget check is a coin flip at the limit, and
   the quality guess is a fixed prior per (family, category). It predicts many failures that do
   not happen.
@@ -49,7 +50,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from wmrl.config import WorldModelConfig
+from wmrl.config import PROFILE_ALIASES, WorldModelConfig
 from wmrl.vocabulary import QUALITY_BUCKETS
 from wmrl.world_model.analysis import Facts, analyse
 from wmrl.world_model.base import CHECKS, Prediction, aggregate, gate
@@ -64,13 +65,13 @@ from wmrl.world_model.quality import (
     traits_expected,
 )
 
-__all__ = ["BUDGET_MARGIN", "BUDGET_MARGIN_TUNING", "BUDGET_WIDTH", "CERTAIN", "COLD_STARTUP_S", "PAPER_PASS_P", "PASS_P", "PROFILES",
+__all__ = ["BUDGET_MARGIN", "BUDGET_MARGIN_TUNING", "BUDGET_WIDTH", "CERTAIN", "COLD_STARTUP_S", "DEFAULT_TO_PASS_P", "PASS_P", "PROFILES",
            "QUALITY_PRIOR", "WARM_STARTUP_S", "ProgramAnalysisWorldModel", "estimate_seconds"]
 
 _WM = WorldModelConfig()
 #: The world model's error profiles (see the module docstring), as ``world_model.profile`` spells them.
 PROFILES: tuple[str, ...] = typing.get_args(typing.get_type_hints(WorldModelConfig)["profile"])
-#: ``paper`` profile: the least failure probability of a finding that fails its check. The
+#: ``train_split`` and ``tuning_split`` profiles: the least failure probability of a finding that fails its check. The
 #: analysis gives 0.85-0.95 to what it reads in the text and the inventory (a missing file,
 #: column, name, keyword, method; a wrong submission) and less to guesses about the data's
 #: content (string columns: 0.55 on a table; NaN: 0.75 when the description mentions missing
@@ -78,11 +79,11 @@ PROFILES: tuple[str, ...] = typing.get_args(typing.get_type_hints(WorldModelConf
 CERTAIN = 0.8
 #: Failure probability of a check with nothing to report (the ``pessimistic`` profile's floor).
 PASS_P = 0.02
-#: The ``paper`` profile's floor, for a check with nothing *certain* to report: an LLM told to fail
+#: The default-to-pass profiles' floor, for a check with nothing *certain* to report: an LLM told to fail
 #: only with a line and an exception still hallucinates one now and then, but rarely. At T = 0.7 a
 #: script without certain findings then draws a spurious failure about once in 300 predictions
 #: (the pessimistic floor's rate is several times that, enough to fail a share of good scripts).
-PAPER_PASS_P = 0.005
+DEFAULT_TO_PASS_P = 0.005
 #: Seconds before a script's first fit: a fresh interpreter importing pandas and scikit-learn
 #: (``make bench``'s sandbox section times the cold and the warm start), versus the local
 #: sandbox's warm server, which forks an interpreter that has them loaded. Which one a prediction
@@ -90,7 +91,7 @@ PAPER_PASS_P = 0.005
 #: predicts timeouts for many scripts that run ok.
 COLD_STARTUP_S = 1.5
 WARM_STARTUP_S = 0.1
-#: ``paper`` profile: the budget check's failure probability is a coin flip at ``BUDGET_MARGIN``
+#: ``train_split`` profile: the budget check's failure probability is a coin flip at ``BUDGET_MARGIN``
 #: times the limit (log-scale width ``BUDGET_WIDTH``: 94% sure at twice that). "Clearly over"
 #: means over by more than the cost model's own error: the margin is the 95th percentile of the
 #: estimate over the scripts of the tuning set that finished (``python notebooks/_wm_profile.py
@@ -98,7 +99,7 @@ WARM_STARTUP_S = 0.1
 #: that finish are called over budget. tests/test_wm_profile.py checks that it is what the committed
 #: procedure fits on the committed tuning outcomes.
 BUDGET_MARGIN = 8.93
-#: ``paper_tuning`` profile: the same margin fitted on the tuning split's scripts (the same procedure,
+#: ``tuning_split`` profile: the same margin fitted on the tuning split's scripts (the same procedure,
 #: ``python notebooks/_wm_profile.py tune --split tuning``).
 BUDGET_MARGIN_TUNING = 12.64
 BUDGET_WIDTH = 0.25
@@ -173,28 +174,32 @@ class ProgramAnalysisWorldModel:
         seed: seed of the sampling stream.
         time_limit_s: the sandbox's execution budget the compute check predicts against.
         startup_s: seconds before the script's first line runs (:data:`COLD_STARTUP_S`, :data:`WARM_STARTUP_S`).
-        profile: ``paper`` (default to pass: optimistic, ranks within a task) or ``pessimistic``
-            (the original model); see the module docstring.
+        profile: ``train_split`` or ``tuning_split`` (default to pass: optimistic, ranks within a task,
+            constants fitted on the training tasks or on the tuning split) or ``pessimistic``; see the
+            module docstring.
     """
 
     def __init__(self, temperature: float = _WM.temperature, seed: int = 0, time_limit_s: float = 60.0,
                  startup_s: float = COLD_STARTUP_S, profile: str = _WM.profile):
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if profile in PROFILE_ALIASES:
+            raise ValueError(f"profile {profile!r} is not a profile: the one meant is {PROFILE_ALIASES[profile]!r}")
         if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}; 'paper_tuning' (the default) "
-                             "is the paper's default-to-pass world model fitted on the tuning split, 'paper' the "
-                             "same fitted on the training tasks, 'pessimistic' the original program analysis")
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}; 'tuning_split' (the default) "
+                             "is the paper's default-to-pass world model fitted on the tuning split, 'train_split' the "
+                             "same fitted on the training tasks, 'pessimistic' the program analysis that fails on "
+                             "suspicions too")
         self.temperature, self.time_limit_s, self.startup_s = float(temperature), float(time_limit_s), float(startup_s)
         self.profile = profile
-        self._paper = profile != "pessimistic"  # default to pass, quality from the traits' additive model
-        self._margin = BUDGET_MARGIN_TUNING if profile == "paper_tuning" else BUDGET_MARGIN
-        self._weights = QUALITY_WEIGHTS_TUNING if profile == "paper_tuning" else QUALITY_WEIGHTS
+        self._default_to_pass = profile != "pessimistic"  # default to pass, quality from the traits' additive model
+        self._margin = BUDGET_MARGIN_TUNING if profile == "tuning_split" else BUDGET_MARGIN
+        self._weights = QUALITY_WEIGHTS_TUNING if profile == "tuning_split" else QUALITY_WEIGHTS
         self.rng = np.random.default_rng(seed)
 
     @classmethod
     def for_sandbox(cls, sandbox, temperature: float = 0.7, seed: int = 0,
-                    profile: str = "paper") -> ProgramAnalysisWorldModel:
+                    profile: str = "train_split") -> ProgramAnalysisWorldModel:
         """A model told the facts of the sandbox it predicts (``sandbox.facts``): its CPU budget and how
         its scripts start."""
         facts = sandbox.facts
@@ -206,7 +211,7 @@ class ProgramAnalysisWorldModel:
         self.rng = np.random.default_rng(seed)
 
     def _budget_p(self, seconds: float) -> float:
-        if self._paper:  # a timeout only when clearly over: a coin flip at the margin times the limit
+        if self._default_to_pass:  # a timeout only when clearly over: a coin flip at the margin times the limit
             return 1.0 / (1.0 + math.exp(-(math.log(seconds) - math.log(self._margin * self.time_limit_s))
                                          / BUDGET_WIDTH))
         # Log-scale uncertainty: at the limit a coin flip, at 3x the limit ~90% sure of a timeout.
@@ -232,11 +237,11 @@ class ProgramAnalysisWorldModel:
 
     def _check(self, check, found, u) -> dict:
         """One crash or submission check from its findings, under the model's profile."""
-        if self._paper:  # DEFAULT TO PASS: fail only on a certain finding, the first one a run meets
+        if self._default_to_pass:  # DEFAULT TO PASS: fail only on a certain finding, the first one a run meets
             first = min((f for f in found if f.p_fail >= CERTAIN), key=lambda f: f.line, default=None)
             if first is None:
                 doubts = "; ".join(f"line {f.line}: {f.reason} (p={f.p_fail:.2f})" for f in found)
-                return self._verdict(check, PAPER_PASS_P, None, None,
+                return self._verdict(check, DEFAULT_TO_PASS_P, None, None,
                                      "nothing certain" + (f"; not certain enough to fail: {doubts}" if doubts else ""),
                                      u)
             return self._verdict(check, first.p_fail, first.error_type, first.line, first.reason, u)
@@ -253,7 +258,7 @@ class ProgramAnalysisWorldModel:
         return self._bucket_probs(task, code, analyse(task, code))
 
     def _bucket_probs(self, task, code: str, facts: Facts) -> np.ndarray:
-        if self._paper:
+        if self._default_to_pass:
             expected = traits_expected(task, script_traits(task, code, facts), self._weights)
         else:
             expected = prior_expected(task, facts)
@@ -264,7 +269,7 @@ class ProgramAnalysisWorldModel:
         probs = self._bucket_probs(task, code, facts)
         bucket = QUALITY_BUCKETS[min(int(np.searchsorted(np.cumsum(probs), u)), len(probs) - 1)]
         reason = (f"expected a {bucket} score from the script's model, features and preprocessing"
-                  if self._paper else f"estimated run time {seconds:.1f}s")
+                  if self._default_to_pass else f"estimated run time {seconds:.1f}s")
         return {"check": "quality", "verdict": "pass", "quality_bucket": bucket, "confidence": float(probs.max()),
                 "reason": reason, "error_type": None, "error_line": None, "env_feedback": None}
 

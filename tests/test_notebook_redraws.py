@@ -1,7 +1,7 @@
-"""Every notebook replayed on the committed results: each figure names what it plots, and a wrong
+"""Every notebook redrawn from the committed results: each figure names what it plots, and a wrong
 parameter fails early and clearly.
 
-The figure check replays each notebook on the committed ``results/`` (read only) into a temporary
+The figure check redraws each notebook from the committed ``results/`` (read only) into a temporary
 ``FIGURES_DIR`` and reads the panels that :func:`~wmrl.experiments.notebook.save_figure` described
 from matplotlib's objects. (The smoke runs that train are in ``test_notebooks.py``.)
 """
@@ -19,12 +19,12 @@ SETUP_CELLS = 1  # code cells allowed between the parameters and the failing che
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.extended) if n in EXTENDED_NOTEBOOKS else n
                                   for n in NAMES])
-def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_legend_or_title(name, tmp_path, kernel):
+def test_every_figure_redrawn_from_the_committed_results_has_axis_labels_and_a_legend_or_title(name, tmp_path, kernel):
     import json
 
     from wmrl.experiments.plots import figure_problems
 
-    run_notebook(name, tmp_path, kernel, MODE="replay", RESULTS_DIR=str(RESULTS))
+    run_notebook(name, tmp_path, kernel, MODE="redraw", RESULTS_DIR=str(RESULTS))
     sidecars = sorted((tmp_path / "figures").glob("*.png.provenance.json"))
     assert sidecars, f"{name} drew no figure"
     problems = {side.name: figure_problems(json.loads(side.read_text())["panels"]) for side in sidecars}
@@ -33,10 +33,11 @@ def test_every_figure_replayed_from_the_committed_results_has_axis_labels_and_a_
 
 BAD_PARAMETERS = pytest.mark.parametrize(
     "bad, hint",
-    [({"MODE": "trian"}, "pass one of ['replay', 'train']"),
+    [({"MODE": "trian"}, "pass one of ['redraw', 'train']"),
+     ({"MODE": "replay"}, "MODE='redraw' redraws"),
      ({"PRESET": "huge"}, "pass one of"),
-     ({"MODE": "replay"}, "MODE='train'")],  # replay with an empty RESULTS_DIR
-    ids=["unknown-mode", "unknown-preset", "replay-without-results"],
+     ({"MODE": "redraw"}, "MODE='train'")],  # a redraw with an empty RESULTS_DIR
+    ids=["unknown-mode", "replay-is-redraw", "unknown-preset", "redraw-without-results"],
 )
 
 
