@@ -222,6 +222,8 @@ def test_a_declaration_keeps_its_sentences_and_an_unchanged_one_is_not_rewritten
 
 def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fresh_retraining_agreed(tmp_path):
     assert results_page.reproducibility(tmp_path) == ""  # no campaign carries a record: nothing to say
+    for run in ("grpo/seed0", "grpo/seed6", "wmrl~exploit/seed0"):  # runs of the core, primary and beyond campaigns
+        (tmp_path / "train" / "small" / run).mkdir(parents=True)
     folder = tmp_path / "executions"
     folder.mkdir()
     (folder / "dial.jsonl.gz").write_bytes(b"")
@@ -241,15 +243,15 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
             "replaced (median absolute difference 3.3 points) and 1 of its 9 verdicts changed (08 D1: a -> b).") in text
     assert "The core and beyond campaigns' committed runs predate" in text
     brief = results_page.reproducibility(tmp_path, brief=True)
-    assert brief == ("**Reproducibility.** The dial and primary campaigns replay from their execution record, every "
-                     "score, verdict and figure to the bit; retrained fresh, 4 of 30 runs came within 1 point, and "
-                     "1 of 9 verdicts changed; others "
-                     "predate it ([FINDINGS.md](FINDINGS.md)).")
+    assert brief == ("**Reproducibility.** The dial and primary campaigns replay from their execution record on an "
+                     "AVX-512 CPU, as recorded, every score, verdict and figure to the bit; retrained fresh, 4 of 30 "
+                     "runs came within 1 point, and 1 of 9 verdicts changed; the core and beyond campaigns keep none "
+                     "([FINDINGS.md](FINDINGS.md)).")  # the redeclared campaign, with no run yet, is not named
     (folder / "primary.agreement.json").write_text(json.dumps(
         {"runs": 48, "within_1pt": 10, "median_abs_delta": 2.0, "verdicts": 5, "verdicts_changed": [],
          "scripts": None, "outcomes_changed": None}))
     assert ("retrained fresh, 4 of 30 (dial) and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
-            "verdicts changed; others") in results_page.reproducibility(tmp_path, brief=True)
+            "verdicts changed; the core and beyond") in results_page.reproducibility(tmp_path, brief=True)
     for campaign in ("core", "beyond"):
         (folder / f"{campaign}.jsonl.gz").write_bytes(b"")
     text = results_page.reproducibility(tmp_path)  # every campaign the record covers carries one

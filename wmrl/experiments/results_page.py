@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from wmrl.campaigns import CAMPAIGNS
+from wmrl.campaigns import CAMPAIGNS, selection
 from wmrl.experiments import claims, noise
 from wmrl.experiments.collect import load_runs
 from wmrl.experiments.costs import add_totals
-from wmrl.experiments.notebook import declared_claims
+from wmrl.experiments.notebook import REDRAW_PRESET, declared_claims
 from wmrl.presets import notebook_params
 
 __all__ = ["FINDINGS_PAGE", "README_BEGIN", "README_END", "findings_page", "in_short", "reproducibility", "results_page",
@@ -175,7 +175,9 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     if not recorded:
         return ""
     many = len(recorded) > 1
-    others = [c for c, campaign in CAMPAIGNS.items() if c not in recorded and not campaign.unrecorded]
+    # campaigns with committed runs but no record (one declared before its first look has neither)
+    others = [c for c, campaign in CAMPAIGNS.items()
+              if c not in recorded and not campaign.unrecorded and selection(c, results, REDRAW_PRESET)]
     if brief:
         kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
         within = _listed([f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")
@@ -187,8 +189,9 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
                     f"AVX-512 CPU, as recorded, every score, verdict and figure to the bit{fresh} "
                     f"([FINDINGS.md](FINDINGS.md)).")
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} "
-                f"from {'their' if many else 'its'} execution record, every score, verdict and figure to the "
-                f"bit{fresh}; others predate it ([FINDINGS.md](FINDINGS.md)).")
+                f"from {'their' if many else 'its'} execution record on an AVX-512 CPU, as recorded, every score, "
+                f"verdict and figure to the bit{fresh}; the {_listed(others)} "
+                f"{'campaigns keep' if len(others) > 1 else 'campaign keeps'} none ([FINDINGS.md](FINDINGS.md)).")
     whose = "campaigns'" if many else "campaign's"
     said = [(f"**Reproducibility.** The {_listed(recorded)} {whose} runs carry their execution record "
              "(`results/executions/`): `python -m wmrl.reproduce --campaign C --replay-executions` retrains them "
