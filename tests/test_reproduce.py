@@ -86,15 +86,16 @@ def test_the_campaigns_split_the_notebooks_by_number_and_together_cover_them_all
     beyond, _ = reproduce.discover(campaign="beyond")
     llm, _ = reproduce.discover(campaign="llm")
     primary, _ = reproduce.discover(campaign="primary")
+    redeclared, _ = reproduce.discover(campaign="redeclared")
     every, _ = reproduce.discover()
     assert core == [n for n in every if int(n[:2]) <= 6 or int(n[:2]) == 11]
     assert {"00_theory", "06_vla", "11_method_regime"} <= set(core)
     assert dial == ["08_fidelity_dial"]
-    assert beyond == [n for n in every if int(n[:2]) in (9, 10, 12) or int(n[:2]) >= 14]
-    assert primary == ["13_primary"]
+    assert beyond == [n for n in every if int(n[:2]) in (9, 10, 12, 14) or int(n[:2]) >= 16]
+    assert primary == ["13_primary"] and redeclared == ["15_redeclared"]
     assert {"09_exploit_stress", "10_anchor_budget", "12_confirmatory"} <= set(beyond)
     assert llm == ["07_llm_agent"]
-    assert sorted(core + dial + beyond + llm + primary) == every
+    assert sorted(core + dial + beyond + llm + primary + redeclared) == every
     assert reproduce.campaign_of("12_my_ablation") == "beyond"  # a notebook from the template joins it unlisted
     assert reproduce.main(["--campaign", "beyond", "--redraw-only"]) == 0
     assert [c[1] for c in calls if c[0] == "redraw"] == beyond

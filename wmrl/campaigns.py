@@ -65,6 +65,7 @@ class Campaign:
 CORE_TAGS = ("std", "first_fit-*", "warmup_*")
 DIAL_TAGS = ("oracle-*", "wm-*")
 PRIMARY_TAGS = ("tuning",)
+REDECLARED_TAGS = ("evalgrid",)  # notebook 15's grpo runs (notebooks/_redeclared.py: GRID_TAG)
 
 CAMPAIGNS: dict[str, Campaign] = {
     "core": Campaign("the paper's experiments and the method in its regime, notebooks 00-06 and 11",
@@ -80,6 +81,10 @@ CAMPAIGNS: dict[str, Campaign] = {
                         "at the preset's PRIMARY_SEEDS, in looks; wm and wmrl with the world model fitted on "
                         "the tuning split)",
                         (13,), runs=(Runs((DEFAULT, *PRIMARY_TAGS), seeds="PRIMARY_SEEDS"),)),
+    "redeclared": Campaign("the primary family declared again at seeds no run had used: notebook 15 (untrained, "
+                           "grpo, wm and wmrl at the preset's REDECLARED_SEEDS, in looks; grpo evaluated after each "
+                           "of its first steps too)",
+                           (15,), runs=(Runs((DEFAULT, *REDECLARED_TAGS), seeds="REDECLARED_SEEDS"),)),
     "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at three seeds, each seed with its own warm start)",
                     (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS",
                     unrecorded="its warm start is built outside the runs' records, and a rebuilt one is not "

@@ -110,6 +110,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   "CONFIRM_SEEDS": [0],
                   # 13_primary: one look at seed 0, the core campaign's (not confirmatory at this preset)
                   "PRIMARY_SEEDS": [0], "PRIMARY_LOOKS": [1],
+                  # 15_redeclared: one look at seed 0 (a code check, not a claim)
+                  "REDECLARED_SEEDS": [0], "REDECLARED_LOOKS": [1],
                   # 09_exploit_stress: the region's real outcomes on one task, for one family in it and one not
                   **_STRESS, "STRESS_REGION_FAMILIES": ["forest", "knn"], "STRESS_REGION_TASKS": 1,
                   **_LLM_AGENT["smoke"]},
@@ -153,6 +155,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                   # 13_primary: the primary family's seeds, which no other notebook trains, analysed in two
                   # looks (8 seeds, then all 12; notebooks/_primary.py)
                   "PRIMARY_SEEDS": list(range(6, 18)), "PRIMARY_LOOKS": [8, 12],
+                  # 15_redeclared: the family declared again at seeds no run had used, in looks of 12
+                  # seeds up to 48 (notebooks/_redeclared.py)
+                  "REDECLARED_SEEDS": list(range(18, 66)), "REDECLARED_LOOKS": [12, 24, 36, 48],
                   # 09_exploit_stress: 12 runs of about 3 minutes (the exploited scripts time out when executed)
                   **_STRESS, **_LLM_AGENT["small"]},
     ),
