@@ -428,3 +428,17 @@ def test_the_prompt_says_when_the_sandbox_starts_scripts_warm():
     warm, cold = (system_prompt(StubTask(), {}, 60, warm_start=w) for w in (True, False))
     assert "already imported" in warm and "pandas" in warm.split("Scripts start warm")[1]
     assert "already imported" not in cold
+
+
+def test_a_shared_servers_answered_calls_are_kept_as_spans_and_a_down_servers_are_not(serve):
+    server = serve("ok", "ok")
+    wm = LLMWorldModel(client(server.url), library_versions={})
+    before = time.time()
+    wm.backend.generate(HI)
+    wm.backend.generate(HI)
+    spans = wm.take_server_spans()
+    assert wm.server_shared and len(spans) == 2 and wm.take_server_spans() == []  # taken once
+    assert all(before <= a <= b <= time.time() for a, b in spans)
+    down = LLMWorldModel(client(f"http://127.0.0.1:{free_port()}/v1", max_retries=0), library_versions={})
+    down.backend.generate(HI)
+    assert down.take_server_spans() == []  # a server that answered nothing worked for nobody

@@ -21,6 +21,7 @@ executions an analysis instrument needs to know the truth (the oracle-derived wo
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from contextlib import contextmanager
 
@@ -28,7 +29,7 @@ import pandas as pd
 
 from wmrl import record as clock
 
-__all__ = ["APART", "COMPONENTS", "ComputeLedger"]
+__all__ = ["APART", "COMPONENTS", "ComputeLedger", "shared_share"]
 
 COMPONENTS = ("generation", "world_model", "execution", "update")
 #: Seconds recorded beside a run's cost, never in it (see the module docstring).
@@ -145,3 +146,21 @@ class ComputeLedger:
     def load_state_dict(self, state: dict) -> None:
         self.step, self._rows, self._apart = state["step"], list(state["rows"]), list(state.get("apart", []))
         self._open.clear()
+
+
+def shared_share(spans_by_process, me: int) -> float:
+    """Process ``me``'s share of a shared server's busy seconds: each instant at which some process had a call
+    open counts once, split equally among the processes with a call open then.
+
+    ``spans_by_process[i]`` lists process ``i``'s calls as ``(start, end)`` wall-clock times. The shares of all
+    processes add up to the length of the union of every span, so a server that several processes (or one
+    process's concurrent calls) kept busy at once is billed its time once, not once per caller.
+    """
+    edges = sorted({t for spans in spans_by_process for span in spans for t in span})
+    share = 0.0
+    for lo, hi in itertools.pairwise(edges):
+        mid = (lo + hi) / 2
+        busy = [any(a <= mid < b for a, b in spans) for spans in spans_by_process]
+        if busy[me]:
+            share += (hi - lo) / sum(busy)
+    return share

@@ -33,7 +33,7 @@ from wmrl.provenance import atomic_path
 from wmrl.runs import PAIR_COLUMNS, per_category, write_run
 from wmrl.trainer.components import make_memo, make_oracle_memo, make_sandbox, make_world_model
 from wmrl.trainer.grpo import GRPOLearner
-from wmrl.trainer.rollout import Scorer, rollout, world_model_totals
+from wmrl.trainer.rollout import Scorer, charge_shared_server, rollout, world_model_totals
 
 __all__ = ["evaluate", "make_policy", "train"]
 
@@ -117,6 +117,7 @@ def _train(cfg: RunConfig, out: Path, pool, preset: str, saved: dict | None, mem
         if wm is not None and hasattr(wm, "reseed"):
             wm.reseed([cfg.seed, step])  # the world model's sampling depends on (seed, step) only: resumable
         log = learner.step(tasks, routing.executed, routing.predicted, scorer, (cfg.seed, TRAIN_STREAM, step))
+        charge_shared_server(ledger, wm)
         ledger.end_step()
         pairs = log.pop("pairs", None)
         if pairs:

@@ -31,12 +31,12 @@ from wmrl import record as clock
 from wmrl.agent import grammar
 from wmrl.agent.feedback import feedback_of
 from wmrl.agent.policy import FEEDBACK_DIM, AgentPolicy, encode_feedback
-from wmrl.ledger import ComputeLedger
+from wmrl.ledger import ComputeLedger, shared_share
 from wmrl.reward import ladder_reward, trajectory_reward
 from wmrl.sandbox import ExecutionResult
 
-__all__ = ["WM_STAT", "Scorer", "Trajectory", "Turn", "rollout", "row_uniforms", "world_model_step",
-           "world_model_totals"]
+__all__ = ["WM_STAT", "Scorer", "Trajectory", "Turn", "charge_shared_server", "rollout", "row_uniforms",
+           "world_model_step", "world_model_totals"]
 
 #: Prefix of the world model's counts in a step's row (``wm_requests``, ``wm_defaulted_rate``, ...).
 WM_STAT = "wm_"
@@ -143,6 +143,8 @@ class Scorer:
             wall, cpu = clock.wall() - t0, clock.cpu() - c0
             after = getattr(self.world_model, "server_s", None)
             remote = after - before if before is not None and after is not None else 0.0
+            if getattr(self.world_model, "server_shared", False):
+                remote = 0.0  # a shared server is billed once per step, by whoever closes it (charge_shared_server)
             self.ledger.charge("world_model", wall, cpu + remote, count=len(items))
             return preds
         t0 = clock.wall()
@@ -263,3 +265,13 @@ def rollout(
                 still.append(i)
         active = still
     return groups
+
+
+def charge_shared_server(ledger, world_model, spans_by_process=None, me: int = 0) -> None:
+    """Bill the step's share of a shared world-model server (:func:`wmrl.ledger.shared_share`) before the step
+    closes: nothing for a world model without one. ``spans_by_process``: every process's spans of the step,
+    gathered by a trainer of several processes (None: this process's alone)."""
+    if world_model is None or not getattr(world_model, "server_shared", False):
+        return
+    spans = [world_model.take_server_spans()] if spans_by_process is None else spans_by_process
+    ledger.charge("world_model", 0.0, shared_share(spans, me), count=0)

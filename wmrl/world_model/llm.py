@@ -140,6 +140,22 @@ class LLMWorldModel:
                 "rerun the same command to resume from the last checkpoint")
 
     @property
+    def server_shared(self) -> bool:
+        """Whether the backend is a server the run's processes share, billed once per step from
+        :meth:`take_server_spans` instead of per call."""
+        return bool(getattr(self.backend, "shared", False))
+
+    def take_server_spans(self) -> list[tuple[float, float]]:
+        """The ``(start, end)`` wall-clock times of the shared server's calls since the last take ([] for a backend
+        that keeps none)."""
+        spans = getattr(self.backend, "server_spans", None)
+        if not spans:
+            return []
+        taken = list(spans)
+        del spans[: len(taken)]
+        return taken
+
+    @property
     def server_s(self) -> float | None:
         """Seconds the backend's engine worked outside this process's CPU (a server, a GPU); None if it does not
         say (an engine on this CPU: its cost is this process's CPU time)."""

@@ -48,7 +48,7 @@ from wmrl.ledger import ComputeLedger
 from wmrl.provenance import atomic_path
 from wmrl.trainer.llm.rollout import RolloutSettings, rollout, sampling_logprobs
 from wmrl.trainer.memo import ExecutionMemo
-from wmrl.trainer.rollout import world_model_totals
+from wmrl.trainer.rollout import charge_shared_server, world_model_totals
 from wmrl.world_model.llm import stat_rates
 
 __all__ = ["SAID", "RunLog", "WMRLCallback", "WMRLReward", "WMRLRollout", "prompt_key", "row_stats", "step_stats",
@@ -249,6 +249,7 @@ class WMRLCallback(TrainerCallback):
         wall = clock.wall() - self._t0
         # the optimiser's share: forward/backward of the policy and the reference model, the optimiser step
         self.log.ledger.charge("update", max(0.0, wall - self.log.rollout_s))
+        self._charge_shared_server()
         self.log.ledger.end_step()
         wm = self.world_model
         row = {"step": state.global_step - 1, **self.log.pending}
@@ -262,6 +263,23 @@ class WMRLCallback(TrainerCallback):
             self.log.evals += self.evaluate(model, state.global_step)
             self.log.eval_ledger.end_step()
             self.log.wall_s += clock.wall() - t0
+
+    def _charge_shared_server(self):
+        """The step's share of a world-model server every process calls, from every process's call spans (a
+        collective), so that the run's summed ledger bills the server's busy time once."""
+        wm = self.world_model
+        if wm is None or not getattr(wm, "server_shared", False):
+            return
+        from accelerate import PartialState
+
+        mine, ps = wm.take_server_spans(), PartialState()
+        if ps.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            every = gather_object([mine])
+        else:
+            every = [mine]
+        charge_shared_server(self.log.ledger, wm, every, ps.process_index)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         """TRL's own metrics of the step (loss, KL, entropy, ...) join the step's row; with vLLM, so do its

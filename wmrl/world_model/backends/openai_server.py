@@ -39,10 +39,12 @@ while thinking (``length``) is no usable reply, and ``last_error`` says why. Bot
 (``reasoning_replies``, ``cut_while_thinking``).
 
 **Cost.** ``server_s`` adds up the wall time of the ``generate`` calls that got any answer: the time
-the server worked for this process, which the run is charged (the client's own CPU time is a
-rounding error of it); a call to a server that answered nothing (down) adds nothing.
-Per-request timings that some servers report would count concurrent requests twice, so they are
-not used.
+the server worked for this process (the client's own CPU time is a rounding error of it); a call to
+a server that answered nothing (down) adds nothing. The server is ``shared``: a run's processes call
+the same one, so the run is billed the union of their calls' spans (``server_spans``, wall-clock
+start and end of each such call), once per step (:func:`wmrl.ledger.shared_share`), not each
+process's sum. Per-request timings that some servers report would count concurrent requests twice,
+so they are not used.
 """
 
 from __future__ import annotations
@@ -121,6 +123,8 @@ class OpenAICompatibleBackend:
     wait of one attempt; ``max_retries`` counts resends after transient failures.
     """
 
+    shared = True  # the run's processes call one server: its time is billed once (module docstring)
+
     def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None,
                  max_concurrency: int = WorldModelConfig.max_concurrency, timeout_s: float = WorldModelConfig.timeout_s,
                  max_retries: int = WorldModelConfig.max_retries, backoff_s: float = 0.5,
@@ -150,6 +154,7 @@ class OpenAICompatibleBackend:
         self.last_error: str | None = None
         #: wall seconds of the ``generate`` calls so far: the server's time, which a run is charged for it
         self.server_s = 0.0
+        self.server_spans: list[tuple[float, float]] = []  # (start, end) wall-clock times of those calls
 
     @property
     def structured_output(self) -> str:
@@ -167,11 +172,12 @@ class OpenAICompatibleBackend:
 
     def generate(self, conversations, max_new_tokens=160, temperature=0.7, json_schema=None,
                  seeds=None) -> list[str | None]:
-        t0 = time.perf_counter()
+        t0, start = time.perf_counter(), time.time()
         replies = self._generate(conversations, max_new_tokens, temperature, json_schema, seeds)
         if any(reply is not None for reply in replies):  # the server worked for this call while it lasted
             with self._lock:
                 self.server_s += time.perf_counter() - t0
+                self.server_spans.append((start, time.time()))
         return replies
 
     def _generate(self, conversations, max_new_tokens, temperature, json_schema, seeds) -> list[str | None]:
