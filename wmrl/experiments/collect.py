@@ -30,10 +30,10 @@ from wmrl.experiments.executor import parse_executor
 from wmrl.experiments.notebook import NotebookConfig, ParameterError
 from wmrl.experiments.run import run_arm
 from wmrl.presets import run_config
-from wmrl.progress import tqdm
+from wmrl.progress import RunCounter
 from wmrl.runs import RESULTS, run_dir, run_label
 
-__all__ = ["check_runs_present", "ensure_runs", "load_arm_runs", "load_runs", "load_table", "load_vla_runs",
+__all__ = ["check_runs_present", "ensure_runs", "expected_seconds", "load_arm_runs", "load_runs", "load_table", "load_vla_runs",
            "run_settings"]
 
 
@@ -88,24 +88,44 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
         overrides.setdefault("sandbox.workers", where.n)
         train_on_ray(todo, preset, overrides, cpus=where.n, progress=progress)
     elif todo:
-        _train_locally(todo, preset, overrides, min(where.n, len(todo)), progress)
+        _train_locally(todo, preset, overrides, min(where.n, len(todo)), progress, tag)
     return load_runs(preset, results, arms=arms, seeds=seeds, tag=tag)
 
 
-def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool) -> None:
-    """Train ``todo``'s (arm, seed, folder) on this machine, ``jobs`` at once, each with ``cores // jobs`` sandbox workers."""
+def expected_seconds(preset: str, arm: str, seed: int, tag: str | None = None, results: str | Path = RESULTS) -> float | None:
+    """The wall time the run of (arm, seed) under ``results`` recorded (the committed one by default), or None."""
+    try:
+        return float(json.loads((run_dir(results, preset, arm, seed, tag) / "summary.json").read_text())["wall_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _counter(todo, preset: str, tag: str | None, jobs: int, progress: bool) -> RunCounter:
+    """The batch's :class:`~wmrl.progress.RunCounter` (silent without ``progress``), timed by the committed runs."""
+    labels = [f"{run_label(arm, tag)} seed {seed}" for arm, seed, _ in todo]
+    expected = [expected_seconds(preset, arm, seed, tag) for arm, seed, _ in todo]
+    return RunCounter(labels, expected, at_once=jobs, quiet=not progress)
+
+
+def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool, tag: str | None = None) -> None:
+    """Train ``todo``'s (arm, seed, folder) on this machine, ``jobs`` at once, each with ``cores // jobs`` sandbox
+    workers, with a line on stderr as each run starts and ends (:class:`~wmrl.progress.RunCounter`)."""
     overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
+    counter = _counter(todo, preset, tag, jobs, progress)
     if jobs == 1:
-        for arm, seed, out in todo:
+        for i, (arm, seed, out) in enumerate(todo):
+            counter.start(i)
             run_arm(arm, preset, seed, out, overrides=overrides, progress=progress)
+            counter.finish(i)
         return
+    counter.begin()
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch or sandbox state
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(run_arm, arm, preset, seed, out, overrides=overrides, progress=False): (arm, seed)
-                   for arm, seed, out in todo}
-        for fut in tqdm(as_completed(futures), total=len(futures), desc=f"training {preset} runs",
-                        disable=not progress):
-            fut.result()  # re-raise a failed run's error; the runs that finished are on disk
+        futures = {pool.submit(run_arm, arm, preset, seed, out, overrides=overrides, progress=False): i
+                   for i, (arm, seed, out) in enumerate(todo)}
+        for fut in as_completed(futures):
+            summary = fut.result()  # re-raise a failed run's error; the runs that finished are on disk
+            counter.finish(futures[fut], summary.get("wall_s") if isinstance(summary, dict) else None)
 
 
 def _dotted(config: dict, prefix: str = "") -> dict:
