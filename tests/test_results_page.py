@@ -145,6 +145,9 @@ def test_the_summary_counts_verdicts_and_names_the_claims():
     assert text.startswith("Of the 3 claims tested on 3 seeds, 1 is reproduced (C0), 1 fails (C3) and 1 is "
                            "inconclusive; after Holm's correction within each notebook: 0 reproduced, 0 fail, 3")
     assert "paired differences of 4.0 to 12.5 points" in text  # the ratio claim's factor is not a difference in points
+    t["statement"] = ["GRPO improves on the untrained agent", "WMRL beats GRPO", "a ranking helps: wm~a beats wm~b"]
+    text = results_page.in_short([t], [0, 1, 2])  # the README names a claim only with what it states
+    assert "1 is reproduced (C0: GRPO improves on the untrained agent), 1 fails (C3: a ranking helps) and" in text
 
 
 @pytest.mark.parametrize("notebook", ["07_llm_agent", "08_fidelity_dial", "09_exploit_stress", "10_anchor_budget",

@@ -38,12 +38,12 @@ README_END = "<!-- results:end -->"
 
 def in_short(tables: list[pd.DataFrame], seeds) -> str:
     """One paragraph over every claims table: how many claims each verdict got (before and after
-    Holm's correction, which is per notebook; the reproduced and failing ones by name) and the
-    detectable differences the seeds allowed."""
+    Holm's correction, which is per notebook; the reproduced and failing ones by name, each with what it
+    states, so that the README defines every claim it names) and the detectable differences the seeds allowed."""
     if not tables:
         return "No claims could be tested yet: run `python -m wmrl.reproduce`."
     t = pd.concat(tables)
-    ids = {v: ", ".join(t.index[t.verdict == v]) for v in ("reproduced", "fails", "inconclusive")}
+    ids = {v: "; ".join(_named(t[t.verdict == v])) for v in ("reproduced", "fails", "inconclusive")}
     n, holm = t.verdict.value_counts(), t.verdict_holm.value_counts()
     points = t[t.unit == "points"].mdd.dropna()  # not ratios, nor claims on another scale (a residual)
     r, f, i = (n.get(v, 0) for v in ids)
@@ -56,6 +56,13 @@ def in_short(tables: list[pd.DataFrame], seeds) -> str:
         text += (f" The seeds detect (80% power) paired differences of {points.min():.1f} to {points.max():.1f} points; "
                  "the paper's effects are 1-5 points.")
     return text
+
+
+def _named(table: pd.DataFrame) -> list[str]:
+    """``"C0: GRPO improves on the untrained agent"`` per claim: its ID and its statement up to a colon."""
+    if "statement" not in table.columns:
+        return list(table.index)
+    return [f"{cid}: {str(statement).split(':')[0]}" for cid, statement in table.statement.items()]
 
 
 def _span(seeds) -> str:
