@@ -100,5 +100,5 @@ def test_a_notebook_trained_by_reproduce_shows_its_run_counter_on_the_terminal(t
     reproduce.train_notebook("99_tiny", "small", nb.ensure_kernel(), records=tmp_path / "records")
     err = capsys.readouterr().err
     assert "[runs] training untrained seed 0 (1 of 2); left after it: wmrl seed 0; 0 of 2 runs done, about " in err
-    assert "[runs] untrained seed 0 done in " in err and "2 of 2 runs done, about 0 s left" in err
+    assert "[runs] untrained seed 0 done in " in err and "[runs] wmrl seed 0 done in 0 s; all 2 runs done" in err
     assert "Executing" not in err  # papermill's own cell counter is off

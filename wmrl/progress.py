@@ -92,6 +92,8 @@ class RunCounter:
         return max(0.0, sum(left) - used) / self.at_once
 
     def _status(self) -> str:
+        if len(self.took) == len(self.labels):
+            return f"all {len(self.labels)} runs done"
         left = self.left_s()
         return (f"{len(self.took)} of {len(self.labels)} runs done, "
                 + (f"about {duration(left)} left" if left is not None else "time left known after the first run"))
