@@ -102,3 +102,15 @@ def test_a_notebook_trained_by_reproduce_shows_its_run_counter_on_the_terminal(t
     assert "[runs] training untrained seed 0 (1 of 2); left after it: wmrl seed 0; 0 of 2 runs done, about " in err
     assert "[runs] untrained seed 0 done in " in err and "[runs] wmrl seed 0 done in 0 s; all 2 runs done" in err
     assert "Executing" not in err  # papermill's own cell counter is off
+
+
+def test_the_vla_runs_say_what_is_done_running_and_left_timed_by_the_committed_ones(tmp_path, monkeypatch, capsys):
+    from wmrl.vla import runner
+
+    monkeypatch.setattr(runner, "build_sft", lambda *a: None)
+    monkeypatch.setattr(runner, "_job", lambda job: f"{job[0].arm} seed {job[0].seed}")
+    runner.run_all("small", [0], tmp_path, arms=["grpo", "wmrl"], workers=1)
+    err = capsys.readouterr().err
+    assert "[runs] 2 to train, 1 at once: vla grpo seed 0, vla wmrl seed 0; 0 of 2 runs done, about " in err
+    assert "[runs] training vla wmrl seed 0 (2 of 2); left after it: none; 1 of 2 runs done" in err
+    assert "[runs] vla wmrl seed 0 done in 0 s; all 2 runs done" in err
