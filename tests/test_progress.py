@@ -84,7 +84,7 @@ def _fake_runs_cell(folder: Path) -> str:
     """A cell that trains two runs through collect's local path, each run replaced by a stub."""
     return (f"from pathlib import Path\nfrom wmrl.experiments import collect\n"
             f"collect.run_arm = lambda *a, **k: {{'wall_s': 1.0}}\n"
-            f"collect._train_locally([('untrained', 0, Path({str(folder)!r})), ('wmrl', 0, Path({str(folder)!r}))], "
+            f"collect._train_locally([(arm, 0, Path({str(folder)!r}) / arm / 'seed0') for arm in ('untrained', 'wmrl')], "
             f"'small', {{}}, 1, True)")
 
 

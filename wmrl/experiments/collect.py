@@ -88,30 +88,33 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
         overrides.setdefault("sandbox.workers", where.n)
         train_on_ray(todo, preset, overrides, cpus=where.n, progress=progress)
     elif todo:
-        _train_locally(todo, preset, overrides, min(where.n, len(todo)), progress, tag)
+        _train_locally(todo, preset, overrides, min(where.n, len(todo)), progress)
     return load_runs(preset, results, arms=arms, seeds=seeds, tag=tag)
 
 
-def expected_seconds(preset: str, arm: str, seed: int, tag: str | None = None, results: str | Path = RESULTS) -> float | None:
-    """The wall time the run of (arm, seed) under ``results`` recorded (the committed one by default), or None."""
+def expected_seconds(preset: str, label: str, seed: int, results: str | Path = RESULTS) -> float | None:
+    """The wall time the run ``label`` (``arm`` or ``arm~tag``) at ``seed`` under ``results`` recorded (the
+    committed one by default), or None."""
     try:
-        return float(json.loads((run_dir(results, preset, arm, seed, tag) / "summary.json").read_text())["wall_s"])
+        summary = Path(results) / "train" / preset / label / f"seed{seed}" / "summary.json"
+        return float(json.loads(summary.read_text())["wall_s"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def _counter(todo, preset: str, tag: str | None, jobs: int, progress: bool) -> RunCounter:
-    """The batch's :class:`~wmrl.progress.RunCounter` (silent without ``progress``), timed by the committed runs."""
-    labels = [f"{run_label(arm, tag)} seed {seed}" for arm, seed, _ in todo]
-    expected = [expected_seconds(preset, arm, seed, tag) for arm, seed, _ in todo]
+def _counter(todo, preset: str, jobs: int, progress: bool) -> RunCounter:
+    """The batch's :class:`~wmrl.progress.RunCounter` (silent without ``progress``), timed by the committed runs;
+    a run's label is its folder's (``arm`` or ``arm~tag``)."""
+    labels = [f"{Path(out).parent.name} seed {seed}" for _, seed, out in todo]
+    expected = [expected_seconds(preset, Path(out).parent.name, seed) for _, seed, out in todo]
     return RunCounter(labels, expected, at_once=jobs, quiet=not progress)
 
 
-def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool, tag: str | None = None) -> None:
+def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool) -> None:
     """Train ``todo``'s (arm, seed, folder) on this machine, ``jobs`` at once, each with ``cores // jobs`` sandbox
     workers, with a line on stderr as each run starts and ends (:class:`~wmrl.progress.RunCounter`)."""
     overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
-    counter = _counter(todo, preset, tag, jobs, progress)
+    counter = _counter(todo, preset, jobs, progress)
     if jobs == 1:
         for i, (arm, seed, out) in enumerate(todo):
             counter.start(i)
