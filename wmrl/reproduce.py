@@ -30,7 +30,7 @@ the others still run, and the exit status is non-zero.
     python -m wmrl.reproduce --campaign dial --fresh   # make reproduce-dial: notebook 08, the fidelity dial
     python -m wmrl.reproduce --campaign llm --fresh    # make reproduce-llm: notebook 07, the LLM agent
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
-    python -m wmrl.reproduce --seeds 0                        # every notebook at seed 0, from scratch, apart
+    python -m wmrl.reproduce --seeds 0                        # every notebook at seed 0 into results/runs/small-seeds0/
     python -m wmrl.reproduce --replay-only        # only refresh the committed notebooks and RESULTS.md
     python -m wmrl.reproduce --timings            # results/timings.json and the README's quick-start table
     python -m wmrl.reproduce --campaign paper --replay-executions  # retrain from the record, compare to the bit
