@@ -1,4 +1,5 @@
-"""Progress bars are widgets in JupyterLab and plain text under papermill, and notebooks carry no warnings.
+"""Progress bars are widgets in JupyterLab and plain text under papermill, notebooks carry no warnings, and the
+run counter's lines reach the terminal while ``python -m wmrl.reproduce`` trains a notebook.
 
 The papermill test executes a two-cell notebook in a real kernel, as ``make reproduce`` does; the
 widget side (a kernel JupyterLab starts) is tested against a real JupyterLab server in
