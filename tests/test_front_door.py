@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -19,11 +20,35 @@ def _tracked(*paths: str) -> list[str]:
 def test_the_readme_is_at_most_250_lines_and_2000_words_and_shows_what_it_promises():
     text = (REPO / "README.md").read_text()
     assert len(text.splitlines()) <= 250 and len(text.split()) <= 2000, (len(text.splitlines()), len(text.split()))
-    order = ["## Results at a glance", "## Quick start", "## The notebooks", "## Reading the method", "## Extending",
-             "## Scope and departures from the paper", "## Tests"]
+    order = ["## First look", "## Where the method lives", "## Results at a glance", "## Commands", "## The notebooks",
+             "## Extending", "## Scope and departures from the paper"]
     assert [text.index(h) for h in order] == sorted(text.index(h) for h in order)
     for link in re.findall(r"\]\(((?:docs|notebooks|figures)/[^)#]+)\)", text):
         assert (REPO / link).exists(), f"the README links to {link}, which is not there"
+
+
+def test_the_readmes_first_command_comes_within_40_lines_with_what_it_prints_writes_and_takes():
+    """A newcomer predicts the first look: the command, its run counter's lines, its folder and its time, which is
+    the first look's runs' recorded time (results/timings.json), before any table of results."""
+    import json
+
+    from wmrl import reproduce
+
+    head = "\n".join((REPO / "README.md").read_text().splitlines()[:40])
+    assert "```bash\nmake reproduce-quick\n```" in head and "program analysis" in head
+    assert "=== 01_main_table (notebook 2 of 6" in head and "[runs] training untrained seed 0 (1 of " in head
+    assert "results/runs/small-seeds0/" in head and "| claim |" not in head
+    quick = json.loads(reproduce.TIMINGS.read_text())["quick"]
+    assert f"{quick['runs']} runs at seed 0" in head and f"{round(quick['train_s'] / 60)} min on 2 cores" in head
+
+
+def test_the_first_look_trains_the_notebooks_wmrl_reproduce_names():
+    from wmrl import reproduce
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    line = subprocess.run(["make", "--no-print-directory", "-n", "reproduce-quick"], cwd=REPO, env=env,
+                          capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+    assert line.endswith(f"--only {' '.join(reproduce.FIRST_LOOK)} --seeds 0")
 
 
 def test_the_makefile_is_at_most_80_lines():

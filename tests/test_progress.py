@@ -1,4 +1,5 @@
-"""Progress bars are widgets in JupyterLab and plain text under papermill, and notebooks carry no warnings.
+"""Progress bars are widgets in JupyterLab and plain text under papermill, notebooks carry no warnings, and the
+run counter's lines reach the terminal while ``python -m wmrl.reproduce`` trains a notebook.
 
 The papermill test executes a two-cell notebook in a real kernel, as ``make reproduce`` does; the
 widget side (a kernel JupyterLab starts) is tested against a real JupyterLab server in
@@ -49,3 +50,68 @@ def test_the_committed_outputs_carry_no_warnings(name):
             text = out.get("text", "") if out.output_type == "stream" else str(out.get("data", {}).get("text/plain", ""))
             found += [f"cell {i}: {line.strip()}" for line in text.splitlines() if "Warning:" in line]
     assert not found, f"{name}.ipynb: " + "; ".join(found)
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_run_counter_says_what_is_done_running_and_left_and_scales_the_time_left_by_the_finished_runs():
+    import io
+
+    from wmrl.progress import RunCounter
+
+    out, clock = io.StringIO(), _Clock()
+    counter = RunCounter(["a seed 0", "b seed 0", "c seed 0"], [100.0, 200.0, None], stream=out, clock=clock)
+    counter.start(0)
+    clock.now = 50.0  # the first run took half its expected time: the others are expected at half theirs
+    counter.finish(0)
+    counter.start(1)
+    clock.now = 80.0
+    assert counter.left_s() == 100.0 - 30.0 + 75.0  # b's 100 s less its 30 s used, c the mean of the known (50, 100)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == ("[runs] training a seed 0 (1 of 3); left after it: b seed 0, c seed 0; 0 of 3 runs done, "
+                        "about 7 min 30 s left")
+    assert lines[1] == "[runs] a seed 0 done in 50 s; 1 of 3 runs done, about 2 min 55 s left"
+    assert lines[2].startswith("[runs] training b seed 0 (2 of 3); left after it: c seed 0; 1 of 3 runs done")
+    assert RunCounter(["x"], [None], stream=out).left_s() is None  # nothing known until a run finishes
+
+
+def _fake_runs_cell(folder: Path) -> str:
+    """A cell that trains two runs through collect's local path, each run replaced by a stub."""
+    return (f"from pathlib import Path\nfrom wmrl.experiments import collect\n"
+            f"collect.run_arm = lambda *a, **k: {{'wall_s': 1.0}}\n"
+            f"collect._train_locally([(arm, 0, Path({str(folder)!r}) / arm / 'seed0') for arm in ('untrained', 'wmrl')], "
+            f"'small', {{}}, 1, True)")
+
+
+def test_a_notebook_trained_by_reproduce_shows_its_run_counter_on_the_terminal(tmp_path, monkeypatch, capsys):
+    """papermill's cell counter stands still while a notebook trains: wmrl.reproduce passes the kernel's stderr on,
+    so the run counter's lines reach the terminal while the cell runs, timed by the committed runs."""
+    from wmrl import reproduce
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    nbformat.write(new_notebook(cells=[new_code_cell("MODE = 'redraw'\nPRESET = 'small'", metadata={"tags": ["parameters"]}),
+                                       new_code_cell(_fake_runs_cell(tmp_path / "run"))]), tmp_path / "99_tiny.ipynb")
+    monkeypatch.setattr(reproduce, "NOTEBOOKS", tmp_path)
+    reproduce.train_notebook("99_tiny", "small", nb.ensure_kernel(), records=tmp_path / "records")
+    err = capsys.readouterr().err
+    assert "[runs] training untrained seed 0 (1 of 2); left after it: wmrl seed 0; 0 of 2 runs done, about " in err
+    assert "[runs] untrained seed 0 done in " in err and "[runs] wmrl seed 0 done in 0 s; all 2 runs done" in err
+    assert "Executing" not in err  # papermill's own cell counter is off
+
+
+def test_the_vla_runs_say_what_is_done_running_and_left_timed_by_the_committed_ones(tmp_path, monkeypatch, capsys):
+    from wmrl.vla import runner
+
+    monkeypatch.setattr(runner, "build_sft", lambda *a: None)
+    monkeypatch.setattr(runner, "_job", lambda job: f"{job[0].arm} seed {job[0].seed}")
+    runner.run_all("small", [0], tmp_path, arms=["grpo", "wmrl"], workers=1)
+    err = capsys.readouterr().err
+    assert "[runs] 2 to train, 1 at once: vla grpo seed 0, vla wmrl seed 0; 0 of 2 runs done, about " in err
+    assert "[runs] training vla wmrl seed 0 (2 of 2); left after it: none; 1 of 2 runs done" in err
+    assert "[runs] vla wmrl seed 0 done in 0 s; all 2 runs done" in err

@@ -115,7 +115,9 @@ def test_a_preset_without_results_says_how_to_make_them(tmp_path):
 
 def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     page = (RESULTS.parent / "RESULTS.md").read_text()
-    short = next(line for line in page.splitlines() if line.startswith("**In short"))
+    short = results_page.defined(next(line for line in page.splitlines() if line.startswith("**In short")),
+                                 results_page._statements(page.splitlines(), RESULTS, "small"))
+    assert "C0: GRPO improves on the untrained agent" in short  # each claim it names, with what it states
     readme = (RESULTS.parent / "README.md").read_text()
     assert f"\n{short}\n\n**The language-model agent** (" in readme
     block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]

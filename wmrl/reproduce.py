@@ -30,7 +30,7 @@ the others still run, and the exit status is non-zero.
     python -m wmrl.reproduce --campaign dial --fresh   # make reproduce-dial: notebook 08, the fidelity dial
     python -m wmrl.reproduce --campaign llm --fresh    # make reproduce-llm: notebook 07, the LLM agent
     python -m wmrl.reproduce --only 00_theory --preset smoke   # trains only: the committed notebooks show "small"
-    python -m wmrl.reproduce --seeds 0                        # make reproduce-quick: one seed, from scratch
+    python -m wmrl.reproduce --seeds 0                        # every notebook at seed 0 into results/runs/small-seeds0/
     python -m wmrl.reproduce --redraw-only        # only redraw the committed notebooks and RESULTS.md
     python -m wmrl.reproduce --timings            # results/timings.json and the README's quick-start table
     python -m wmrl.reproduce --campaign core --replay-executions  # retrain from the record, compare to the bit
@@ -83,7 +83,7 @@ from wmrl.presets import notebook_params
 from wmrl.provenance import REPO, atomic_path, cpu_model, provenance, write_json_atomic
 from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
-__all__ = ["CAMPAIGNS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
+__all__ = ["CAMPAIGNS", "FIRST_LOOK", "FIRST_LOOK_ARMS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
            "executions", "main", "quickstart_table", "record_durations", "redraw_notebook", "save_agreement", "timings",
            "train_notebook", "write_timings"]
 
@@ -97,11 +97,16 @@ FIGURES = REPO / "figures"
 # Notebooks a replay of the execution record does not cover (the module's docstring says why).
 #: The notebooks of a campaign that keeps no execution record, with the reason (wmrl/campaigns.py).
 NOT_REPLAYABLE = {n: c.unrecorded for c in CAMPAIGNS.values() if c.unrecorded for n in c.notebooks or ()}
+#: ``make reproduce-quick``'s notebooks (the Makefile's QUICK_NOTEBOOKS), trained at seed 0: a first look of about
+#: 20 minutes on 2 cores. Notebook 02 is left out (its ablation arms mix, ivd and od would add three runs), and 11.
+FIRST_LOOK = ("00_theory", "01_main_table", "03_anchor_only", "04_compute", "05_world_model_fidelity", "06_vla")
+#: The notebook parameters that list the arms whose default runs the first look trains (05 trains wmrl, in MAIN_ARMS).
+FIRST_LOOK_ARMS = ("MAIN_ARMS", "ANCHOR_ARMS", "COMPUTE_ARMS")
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
      "core"),
-    ("make reproduce-quick", "a first look: notebooks 00-06 at seed 0 in results/runs/small-seeds0/ (no intervals)",
+    ("make reproduce-quick", "a first look: notebooks 00-06 but 02, at seed 0, in results/runs/small-seeds0/",
      "quick"),
     ("make reproduce-dial", "notebook 08, the world-model fidelity dial (after make reproduce)", "dial"),
     ("make reproduce-beyond", "notebooks 09, 10, 12 and new ablations (after make reproduce)", "beyond"),
@@ -156,7 +161,11 @@ def _failing_cell(nb) -> str:
 
 
 def train_notebook(name: str, preset: str, kernel: str, params: dict | None = None, records: Path = RUNS) -> None:
-    """papermill run with MODE="train" (and ``params``, e.g. SEEDS) into ``records/<name>.ipynb`` (cwd = notebooks/)."""
+    """papermill run with MODE="train" (and ``params``, e.g. SEEDS) into ``records/<name>.ipynb`` (cwd = notebooks/).
+
+    The kernel's stderr comes on to this process's as it is written: each run's step bar and the run counter's
+    lines (:class:`wmrl.progress.RunCounter`: runs done, the one running, those left, the time left), in place of
+    papermill's cell counter, which stands still on the cell that trains."""
     import papermill as pm
 
     records.mkdir(parents=True, exist_ok=True)
@@ -164,7 +173,7 @@ def train_notebook(name: str, preset: str, kernel: str, params: dict | None = No
         pm.execute_notebook(
             str(NOTEBOOKS / f"{name}.ipynb"), str(records / f"{name}.ipynb"),
             parameters={"MODE": "train", "PRESET": preset, **(params or {})},
-            cwd=str(NOTEBOOKS), kernel_name=kernel, language="python", progress_bar=True,
+            cwd=str(NOTEBOOKS), kernel_name=kernel, language="python", progress_bar=False, stderr_file=sys.stderr,
         )
     except pm.PapermillExecutionError as e:
         raise RuntimeError(f"train: cell {e.cell_index} (execution {e.exec_count}): {e.ename}: {e.evalue[:300]}") from e
@@ -394,7 +403,7 @@ def timings(results: Path = RESULTS, preset: str = REDRAW_PRESET) -> dict:
     """Each campaign's training time at ``preset``: its runs under ``results/`` (its selection in
     :mod:`wmrl.campaigns`) and the sum of the wall time each run's ``summary.json`` recorded, with their
     machines' core counts, commits and dates. ``quick`` is ``make reproduce-quick``'s share (the default
-    runs at seed 0); ``run:<arm>/seed<S>`` one run. The notebooks' own cells (redraws, scoring, the
+    runs at seed 0 of the arms of :data:`FIRST_LOOK_ARMS`); ``run:<arm>/seed<S>`` one run. The notebooks' own cells (redraws, scoring, the
     theory notebook's simulations, the VLA analog) and the LLM warm start are not runs, so not counted."""
     results = Path(results)
     out = {"source": "the sum of wall_s in each run's summary.json under results/ (python -m wmrl.reproduce --timings)",
@@ -402,9 +411,10 @@ def timings(results: Path = RESULTS, preset: str = REDRAW_PRESET) -> dict:
     for campaign in CAMPAIGNS:  # results/runs/ holds variants' scratch runs, not the committed ones
         committed = [p for p in selection(campaign, results, preset) if p != results / "runs"]
         out[campaign] = _entry(_summaries(committed), CAMPAIGNS[campaign].about)
+    arms = {arm for key in FIRST_LOOK_ARMS for arm in notebook_params(preset)[key]}
     quick = [p for p in selection("core", results, preset, seeds=[0]) if p.parent.parent == results / "train" / preset
-             and "~" not in p.parent.name]
-    out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 (make reproduce-quick)")
+             and p.parent.name in arms]
+    out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 of the first look's arms (make reproduce-quick)")
     llm = results / "train" / notebook_params(preset)["LLM_PRESET"]
     seed = quick_seed("llm", preset)
     out["llm-quick"] = _entry(_summaries(sorted(llm.glob(f"*/seed{seed}"))),
@@ -607,11 +617,11 @@ def _record_spec(name: str, plan: Plan) -> tuple[str | None, Path | None]:
     return f"record:{export}", export
 
 
-def _run_notebook(name: str, args, plan: Plan) -> NotebookRun:
+def _run_notebook(name: str, args, plan: Plan, number: int = 1, total: int = 1) -> NotebookRun:
     """Train one notebook (unless ``--redraw-only``) and redraw it (if the plan redraws); a failure is reported
     in the outcome, not raised, so the next notebook still runs."""
     run = NotebookRun(name)
-    print(f"\n=== {name} (preset {args.preset}) ===", flush=True)
+    print(f"\n=== {name} (notebook {number} of {total}, preset {args.preset}) ===", flush=True)
     try:
         _sync(name)
         if not args.redraw_only:
@@ -709,7 +719,7 @@ def main(argv=None) -> int:
         runs += [NotebookRun(n, status="skipped", detail=f"not replayed: {NOT_REPLAYABLE[int(n[:2])]}")
                  for n in names if int(n[:2]) in NOT_REPLAYABLE]
         names = [n for n in names if int(n[:2]) not in NOT_REPLAYABLE]
-    runs += [_run_notebook(name, args, plan) for name in names]
+    runs += [_run_notebook(name, args, plan, number, len(names)) for number, name in enumerate(names, 1)]
     if plan.redraws:
         runs.append(_after_redraw(args, runs, names))
     elif plan.recorded is None:

@@ -30,10 +30,11 @@ from wmrl.experiments.executor import parse_executor
 from wmrl.experiments.notebook import NotebookConfig, ParameterError
 from wmrl.experiments.run import run_arm
 from wmrl.presets import run_config
-from wmrl.progress import tqdm
+from wmrl.progress import RunCounter
 from wmrl.runs import RESULTS, run_dir, run_label
 
-__all__ = ["check_runs_present", "ensure_arm_runs", "ensure_runs", "load_runs", "load_table", "load_vla_runs",
+__all__ = ["check_runs_present", "ensure_arm_runs", "ensure_runs", "expected_seconds", "load_runs", "load_table",
+           "load_vla_runs",
            "run_settings"]
 
 
@@ -103,20 +104,43 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
     return load_runs(preset, results, arms=arms, seeds=seeds, tag=tag)
 
 
+def expected_seconds(preset: str, label: str, seed: int, results: str | Path = RESULTS) -> float | None:
+    """The wall time the run ``label`` (``arm`` or ``arm~tag``) at ``seed`` under ``results`` recorded (the
+    committed one by default), or None."""
+    try:
+        summary = Path(results) / "train" / preset / label / f"seed{seed}" / "summary.json"
+        return float(json.loads(summary.read_text())["wall_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _counter(todo, preset: str, jobs: int, progress: bool) -> RunCounter:
+    """The batch's :class:`~wmrl.progress.RunCounter` (silent without ``progress``), timed by the committed runs;
+    a run's label is its folder's (``arm`` or ``arm~tag``)."""
+    labels = [f"{Path(out).parent.name} seed {seed}" for _, seed, out in todo]
+    expected = [expected_seconds(preset, Path(out).parent.name, seed) for _, seed, out in todo]
+    return RunCounter(labels, expected, at_once=jobs, quiet=not progress)
+
+
 def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool) -> None:
-    """Train ``todo``'s (arm, seed, folder) on this machine, ``jobs`` at once, each with ``cores // jobs`` sandbox workers."""
+    """Train ``todo``'s (arm, seed, folder) on this machine, ``jobs`` at once, each with ``cores // jobs`` sandbox
+    workers, with a line on stderr as each run starts and ends (:class:`~wmrl.progress.RunCounter`)."""
     overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
+    counter = _counter(todo, preset, jobs, progress)
     if jobs == 1:
-        for arm, seed, out in todo:
+        for i, (arm, seed, out) in enumerate(todo):
+            counter.start(i)
             run_arm(arm, preset, seed, out, overrides=overrides, progress=progress)
+            counter.finish(i)
         return
+    counter.begin()
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch or sandbox state
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(run_arm, arm, preset, seed, out, overrides=overrides, progress=False): (arm, seed)
-                   for arm, seed, out in todo}
-        for fut in tqdm(as_completed(futures), total=len(futures), desc=f"training {preset} runs",
-                        disable=not progress):
-            fut.result()  # re-raise a failed run's error; the runs that finished are on disk
+        futures = {pool.submit(run_arm, arm, preset, seed, out, overrides=overrides, progress=False): i
+                   for i, (arm, seed, out) in enumerate(todo)}
+        for fut in as_completed(futures):
+            summary = fut.result()  # re-raise a failed run's error; the runs that finished are on disk
+            counter.finish(futures[fut], summary.get("wall_s") if isinstance(summary, dict) else None)
 
 
 def _dotted(config: dict, prefix: str = "") -> dict:

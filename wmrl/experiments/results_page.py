@@ -25,7 +25,7 @@ from wmrl.experiments.costs import add_totals
 from wmrl.experiments.notebook import REDRAW_PRESET, declared_claims
 from wmrl.presets import notebook_params
 
-__all__ = ["FINDINGS_PAGE", "README_BEGIN", "README_END", "findings_page", "in_short", "reproducibility", "results_page",
+__all__ = ["FINDINGS_PAGE", "README_BEGIN", "README_END", "defined", "findings_page", "in_short", "reproducibility", "results_page",
            "verdict", "write_readme_summary", "write_results_page"]
 
 #: The primary family of claims: the notebook whose claims answer "does WMRL work at this scale?", declared
@@ -431,14 +431,43 @@ def _over_tasks_sentence(page_lines: list[str]) -> str:
             f"its own runs), points of held-out Avg paired over held-out tasks and seeds: {'; '.join(said)}.") if said else ""
 
 
-def write_readme_summary(page: str | Path, readme: str | Path, results: str | Path | None = None) -> None:
+def _statements(page_lines: list[str], results: str | Path | None, preset: str) -> dict[str, str]:
+    """Each claim's statement up to a colon, by ID: from the page's rows and (given ``results``) every
+    notebook's declared claims, those the page leaves out included (Table 1 beside the primary family)."""
+    said = {}
+    for line in page_lines:
+        cells = [c.strip() for c in line.strip("|").split(" | ")] if line.startswith("| ") else []
+        if len(cells) > 2 and cells[0] != "claim" and not set(cells[0]) <= set("-"):
+            said[cells[0]] = cells[1]
+    if results is not None:
+        for d in declared_claims(results, preset).values():
+            if "statement" in d.table.columns:
+                said.update({str(cid): str(text) for cid, text in d.table.statement.items()})
+    return {cid: text.split(":")[0] for cid, text in said.items()}
+
+
+def defined(short: str, statements: dict[str, str]) -> str:
+    """The "In short" paragraph with each claim ID it lists followed by what the claim states, so that the
+    README defines every claim it names (an ID without a statement is left as it is)."""
+    def named(group: re.Match) -> str:
+        ids = group[1].split(", ")
+        if not all(i in statements for i in ids):
+            return group[0]
+        return "(" + "; ".join(f"{i}: {statements[i]}" for i in ids) + ")"
+
+    return re.sub(r"\(([^()]+)\)", named, short)
+
+
+def write_readme_summary(page: str | Path, readme: str | Path, results: str | Path | None = None,
+                         preset: str = "small") -> None:
     """Copy the primary family's claims (the rows under :data:`PRIMARY_HEADING`, five columns), the page's
-    "In short" paragraph, the language-model agent's claims over tasks and (given ``results``) the brief
-    :func:`reproducibility` into the README's block between :data:`README_BEGIN` and :data:`README_END`, so the front door's summary is the
-    results' and cannot drift from them."""
+    "In short" paragraph with its claims :func:`defined` (from the page and ``results`` of ``preset``), the
+    language-model agent's claims over tasks and (given ``results``) the brief :func:`reproducibility` into the README's block between :data:`README_BEGIN`
+    and :data:`README_END`, so the front door's summary is the results' and cannot drift from them."""
     readme = Path(readme)
     page_lines = Path(page).read_text().splitlines()
-    short = next(line for line in page_lines if line.startswith("**In short"))
+    short = defined(next(line for line in page_lines if line.startswith("**In short")),
+                    _statements(page_lines, results, preset))
     primary = ["| claim | statement | paper | ours (95% CI) | verdict |", "|---|---|---|---|---|"]
     inside = False
     for line in page_lines:  # the primary family's claims, five of the page's columns

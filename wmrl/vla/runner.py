@@ -21,6 +21,7 @@ import torch
 from wmrl import record as clock
 from wmrl.config import ConfigError
 from wmrl.presets import notebook_params
+from wmrl.progress import RunCounter
 from wmrl.provenance import provenance, write_json_atomic
 from wmrl.vla.config import TASKS, VLA_ARMS, VLAConfig, vla_config
 from wmrl.vla.envs import shared_pool
@@ -135,13 +136,34 @@ def run_all(preset: str, seeds, results: str | Path | None = None, arms=None, wo
     cache = sft_cache_dir(results)
     stages = list({sft_path(c.sft, c.seed, cache): (c.sft, c.seed, cache) for c in todo}.values())
     jobs = [(c, preset, results, tag) for c in todo]
+    counter = RunCounter([f"vla {c.arm} seed {c.seed}" for c in todo], [_expected_s(c, preset, tag) for c in todo],
+                         at_once=max(1, workers))
+    counter.begin()
     if workers <= 1:
         for stage in stages:
             build_sft(*stage)
-        for job in jobs:
-            print(f"done: {_job(job)}", flush=True)
+        for i, job in enumerate(jobs):
+            counter.start(i)
+            _job(job)
+            counter.finish(i)
         return
     with mp.get_context("spawn").Pool(workers) as pool:
         pool.starmap(build_sft, stages)
+        labels = {f"{c.arm} seed {c.seed}": i for i, c in enumerate(todo)}
         for done in pool.imap_unordered(_job, jobs):
-            print(f"done: {done}", flush=True)
+            i = labels[done]
+            counter.finish(i, _seconds(stored_result(todo[i], preset, results, tag)[0]))
+
+
+def _seconds(result: dict | None) -> float | None:
+    """A VLA result's training and evaluation seconds, or None."""
+    timing = (result or {}).get("timing") or {}
+    return timing["train_s"] + timing.get("eval_s", 0.0) if "train_s" in timing else None
+
+
+def _expected_s(cfg: VLAConfig, preset: str, tag: str | None) -> float | None:
+    """The seconds the committed result of this (arm, seed) took (the run counter's estimate), or None."""
+    try:
+        return _seconds(json.loads(result_path(None, preset, cfg.arm, cfg.seed, tag).read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
