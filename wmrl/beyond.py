@@ -56,6 +56,10 @@ __all__ = ["BANDWIDTH", "PRIOR_PAIRS", "ActiveAnchors", "BeyondOutput", "BeyondS
 
 _METHOD = MethodConfig()
 
+
+# ================================================================================================
+# Active anchors: where the world model has erred, and the choice it drives
+# ================================================================================================
 #: Anchor pairs whose predicted score lies within this distance of a score inform its reliability.
 #: The program-analysis world model's scores sit on the reward ladder's rungs (0, 0.1, 0.2 and
 #: 0.525-0.875 by quality bucket, at least 0.075 apart), so there it pools identical scores.
@@ -160,6 +164,9 @@ class ActiveAnchors:
         self.reliability.load_state_dict(state)
 
 
+# ================================================================================================
+# Conditional Online Debiasing: one isotonic map per stratum of a feature of the script
+# ================================================================================================
 class ConditionalDebiaser:
     """Online Debiasing per stratum of an observable feature of the script.
 

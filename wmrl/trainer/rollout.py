@@ -154,7 +154,7 @@ class Scorer:
 
 
 def world_model_step(world_model) -> dict:
-    """The world model's counts of the step now ending, as ``wm_*`` entries of the step's row (requests,
+    """The world model's counts of the step that is ending, as ``wm_*`` entries of the step's row (requests,
     parse failures, no replies, verdicts defaulted and their share); ``{}`` for one that counts nothing.
 
     Raises what its ``step_stats`` raises: :class:`~wmrl.world_model.llm.DefaultedVerdictsError` when
