@@ -33,8 +33,7 @@ from wmrl.provenance import atomic_path, provenance, write_json_atomic
 from wmrl.runs import RESULTS, headline, per_category, run_dir
 from wmrl.tasks import get_pool
 from wmrl.trainer.components import make_sandbox
-from wmrl.trainer.grammar import evaluate, make_policy, train
-from wmrl.trainer.grpo import GRPOLearner
+from wmrl.trainer.grammar import GRPOLearner, evaluate, make_policy, train
 from wmrl.trainer.rollout import Scorer
 
 __all__ = ["DRAW_BASE", "main", "repeat_evaluations"]

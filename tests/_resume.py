@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wmrl.experiments.run import run_arm
-from wmrl.trainer.grpo import GRPOLearner
+from wmrl.trainer.grammar import GRPOLearner
 
 
 def run_killed_then_resumed(monkeypatch, arm: str, preset: str, seed: int, out, kill_at: int = 3, **kw) -> dict:

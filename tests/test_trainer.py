@@ -12,7 +12,7 @@ from wmrl.arms import ARMS, get_arm
 from wmrl.experiments.__main__ import main as cli
 from wmrl.experiments.run import run_arm
 from wmrl.presets import run_config
-from wmrl.trainer.grpo import GRPOLearner
+from wmrl.trainer.grammar import GRPOLearner
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +82,9 @@ def test_an_oracle_run_is_charged_as_a_world_model_and_records_its_truth_apart(p
 # preset's 2 s is the small one's, where scripts sit within CPU-time jitter of it), so that what they
 # test is contention, or resuming, and not the jitter at the threshold.
 FAR_BUDGET = {"sandbox.timeout_s": 5.0}
-# The idle-vs-busy pair needs more room: grpo's seed 2 writes a script that takes about 4.9 CPU seconds beside
+# The idle-vs-busy pair needs more room: grpo's seed 2 writes a script that takes close to 5 CPU seconds beside
 # the test suite's other worker, and contention stretches a script's CPU time too (cache and memory
-# bandwidth), so at 5 s that script finished in one run and timed out in the other.
+# bandwidth), so a 5 s budget would put that script at the threshold.
 BUSY_BUDGET = {"sandbox.timeout_s": 10.0}
 # Their seeds: grpo at seed 2 meets every outcome the sandbox gives (ok, runtime error, invalid and missing
 # submission, timeout, out of memory) in about half a minute; the kill-and-resume test uses wmrl's seed 3, at
@@ -105,7 +105,7 @@ def idle_grpo(pool, tmp_path_factory):
 @pytest.fixture(scope="module")
 def busy_grpo(pool, tmp_path_factory, idle_grpo):
     """The same run again, beside two busy neighbours per core and offered the same shared memo: ``(folder,
-    summary)``. One second run serves both tests below (each smoke run costs about 45 s)."""
+    summary)``. One second run serves both tests below."""
     import os
 
     from bench.sandbox import busy_load

@@ -23,6 +23,12 @@ anchor_only    yes           no              ~10% only    --      --
 model, the same execution budget. ``untrained`` is the starting policy; ``sft`` the supervised
 warm start (the VLA's and the LLM agent's starting point), evaluated without post-training.
 
+Every arm runs the paper's step (:class:`wmrl.step.WMRLStep`). What goes beyond the paper
+(:class:`wmrl.beyond.BeyondStep`) acts on the arms that :attr:`Arm.beyond_paper` names: active
+anchors on the arms with both streams (``mix``, ``od``, ``ivd``, ``wmrl``; refused elsewhere),
+conditional OD on the arms with OD (``od``, ``wmrl``; elsewhere its strata only label the pairs),
+regions on every arm that trains.
+
 Adding an arm is one entry here plus, if it needs new behaviour, one switch read by
 :class:`wmrl.step.WMRLStep`.
 """
@@ -57,6 +63,13 @@ class Arm:
     def mixes_streams(self) -> bool:
         """Both an executed and a world-model stream in one step (the arms of Table 3)."""
         return self.world_model and self.anchors
+
+    @property
+    def beyond_paper(self) -> tuple[str, ...]:
+        """The features of :mod:`wmrl.beyond` that act on this arm (module docstring)."""
+        acts = {"active_anchors": self.train and self.mixes_streams, "conditional_od": self.train and self.od,
+                "regions": self.train}
+        return tuple(name for name, on in acts.items() if on)
 
 
 ARMS: dict[str, Arm] = {a.name: a for a in (

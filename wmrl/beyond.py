@@ -1,8 +1,9 @@
-r"""What WMRL does beyond the paper, behind one boundary.
+r"""What WMRL does beyond the paper: :class:`BeyondStep`, the paper's step with its hooks filled.
 
-:mod:`wmrl.step` reads as Algorithm 1; every departure a configuration can switch on, all off by
-default (:class:`~wmrl.config.MethodConfig`, :class:`~wmrl.config.WorldModelConfig`), is here or
-named here:
+:class:`wmrl.step.WMRLStep` is Algorithm 1 and nothing else; it refuses a configuration that asks
+for more. Every departure a configuration can switch on, all off by default
+(:class:`~wmrl.config.MethodConfig`, :class:`~wmrl.config.WorldModelConfig`), is here or named here,
+and :func:`make_step` builds the paper's step unless a run asks for one:
 
 - **active anchors** (``method.anchor_selection = "active"``, notebook 10): the anchor groups are
   chosen after turn 1 of every group has been generated and predicted, where the world model is
@@ -23,26 +24,42 @@ named here:
   (:math:`E[r \mid \hat r, z]` non-decreasing in :math:`\hat r` for each :math:`z`), and one
   isotonic map per stratum removes what the pooled map cannot. A stratum has few pairs, so its
   map replaces the pooled one only once it has ``stratum_min_pairs`` of its own.
+- **regions** (notebook 09): the feature's region, the calibration's or else the world model's
+  exploit, is read off each scored script (:func:`region_strata`); the step logs the share of
+  scripts in it (``region_share``) and the region of each anchor pair (``pairs.parquet``'s ``region``).
 - **the exploit region** (``world_model.exploit``, notebook 09): a world model whose bias the
   policy can find and exploit, the stress test of Assumption 6 (:mod:`wmrl.world_model.exploit`).
 - **the oracle world model** (``world_model.kind = "oracle"``, notebook 08): the real outcome
   degraded to a chosen fidelity, the dial of how good a world model must be
   (:mod:`wmrl.world_model.oracle`).
+
+The last two are world models: the step sees only their scores, so they need no hook here.
+Which arms each feature acts on is :mod:`wmrl.arms`'s to say (:attr:`~wmrl.arms.Arm.beyond_paper`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from wmrl._checks import as_float_array, require_same_length
 from wmrl.anchor import AnchorScheduler
+from wmrl.arms import Arm
 from wmrl.calibration import OnlineDebiaser
-from wmrl.config import MethodConfig
+from wmrl.config import MethodConfig, RunConfig
+from wmrl.step import Routing, StepOutput, WMRLStep, beyond_paper_fields
+from wmrl.world_model.exploit import in_region
 
-__all__ = ["BANDWIDTH", "PRIOR_PAIRS", "ActiveAnchors", "ConditionalDebiaser", "ReliabilityMap"]
+__all__ = ["BANDWIDTH", "PRIOR_PAIRS", "ActiveAnchors", "BeyondOutput", "BeyondStep", "ConditionalDebiaser",
+           "ReliabilityMap", "make_step", "region_strata"]
 
 _METHOD = MethodConfig()
 
+
+# ================================================================================================
+# Active anchors: where the world model has erred, and the choice it drives
+# ================================================================================================
 #: Anchor pairs whose predicted score lies within this distance of a score inform its reliability.
 #: The program-analysis world model's scores sit on the reward ladder's rungs (0, 0.1, 0.2 and
 #: 0.525-0.875 by quality bucket, at least 0.075 apart), so there it pools identical scores.
@@ -147,6 +164,9 @@ class ActiveAnchors:
         self.reliability.load_state_dict(state)
 
 
+# ================================================================================================
+# Conditional Online Debiasing: one isotonic map per stratum of a feature of the script
+# ================================================================================================
 class ConditionalDebiaser:
     """Online Debiasing per stratum of an observable feature of the script.
 
@@ -214,3 +234,151 @@ class ConditionalDebiaser:
         self.by_stratum = {}
         for k, sd in state["strata"].items():
             self._stratum(int(k)).load_state_dict(sd)
+
+
+# ================================================================================================
+# Regions: the feature of the script the step logs and, under conditional OD, stratifies
+# ================================================================================================
+def region_strata(region: str, groups) -> tuple[np.ndarray, float]:
+    """``(strata, share)`` of a grammar rollout's ``groups`` (lists of trajectories): per trajectory,
+    1 if the script its world-model score came from (its ``scored_turn``) is in ``region``, else 0
+    (also when nothing was predicted); and the share of all its turns' scripts in the region."""
+    inside = {id(turn): in_region(region, tr.task, turn.code) for g in groups for tr in g for turn in tr.turns}
+    strata = np.array([[tr.scored_turn is not None and inside[id(tr.scored_turn)] for tr in g] for g in groups],
+                      dtype=int)
+    return strata, float(np.mean(list(inside.values())))
+
+
+# ================================================================================================
+# The step beyond the paper
+# ================================================================================================
+@dataclass
+class BeyondOutput(StepOutput):
+    """A :class:`~wmrl.step.StepOutput` with the region of each anchor pair (None without strata)."""
+
+    pair_strata: np.ndarray | None = None
+
+    @property
+    def pair_columns(self) -> tuple[np.ndarray, ...]:
+        return self.pairs + ((self.pair_strata,) if self.pair_strata is not None else ())
+
+
+class BeyondStep(WMRLStep):
+    """:class:`~wmrl.step.WMRLStep` with active anchors, conditional OD and regions, as configured.
+
+    With every feature off it is the paper's step, call for call (``tests/test_beyond.py``).
+
+    Args:
+        arm, method, groups_per_step, group_size, seed, std_normalize: :class:`~wmrl.step.WMRLStep`'s.
+        region: the region to log (``world_model.exploit``); ``method.od_condition``, when set, is
+            the region instead, and its strata calibrate.
+    """
+
+    beyond_paper = True
+
+    def __init__(self, arm: str | Arm, method: MethodConfig, groups_per_step: int, group_size: int, seed: int = 0,
+                 std_normalize: bool = False, region: str = "none"):
+        super().__init__(arm, method, groups_per_step, group_size, seed, std_normalize)
+        self.active = method.anchor_selection == "active"
+        if self.active and "active_anchors" not in self.arm.beyond_paper:
+            raise ValueError(f"method.anchor_selection='active' chooses anchor groups from the world model's "
+                             f"predictions; arm {self.arm.name!r} has no such choice (use 'random', or an arm with "
+                             "both streams: mix, od, ivd, wmrl)")
+        self.active_anchors = ActiveAnchors(self.anchors) if self.active else None
+        self.conditional = method.od_condition != "none"  # one map per stratum; else the paper's one map
+        if self.conditional:
+            self.debiaser = ConditionalDebiaser(method.od_min_pairs, method.od_refit_every,
+                                                method.od_condition_min_pairs)
+        self.region = method.od_condition if self.conditional else region
+        self._read: tuple[np.ndarray, float] | None = None  # read_rollout's (strata, region share), for one call
+        self._strata: np.ndarray | None = None  # the current call's strata
+
+    # -- active anchors: routed undecided, chosen after turn 1 -----------------------------------
+    def route(self) -> Routing:
+        if self.active and self.arm.train:  # every group predicted; anchors chosen from turn 1 (choose_anchors)
+            return Routing(self.G, None, np.ones(self.G, bool), choose=self.choose_anchors)
+        return super().route()
+
+    def choose_anchors(self, turn1_predictions) -> np.ndarray:
+        """The executed mask, from the raw world-model scores of every group's turn 1 (``(G, n)``,
+        NaN where a trajectory has no prediction); see :class:`ActiveAnchors`."""
+        if not self.active:
+            raise ValueError("choose_anchors is for method.anchor_selection='active'; under 'random' the anchors "
+                             "are decided by route()")
+        return self.active_anchors.choose(turn1_predictions, self.G)
+
+    # -- regions and strata ----------------------------------------------------------------------
+    def read_rollout(self, groups) -> None:
+        """Read the region of each scored script (:func:`region_strata`) for the next call."""
+        self._read = None if self.region == "none" else region_strata(self.region, groups)
+
+    def __call__(self, real, predicted, executed, strata=None) -> BeyondOutput:
+        """:meth:`WMRLStep.__call__ <wmrl.step.WMRLStep.__call__>`, and ``strata``: ``(G, n)`` int, the
+        stratum of the script each prediction scored; by default the one :meth:`read_rollout` read.
+        Needed under conditional calibration; returned for the anchor pairs whenever known."""
+        read, self._read = self._read, None
+        if strata is None and read is not None:
+            strata = read[0]
+        if self.conditional and strata is None:
+            raise ValueError(f"method.od_condition={self.method.od_condition!r} calibrates per stratum: pass strata "
+                             f"of shape {np.shape(real)}")
+        if strata is not None:
+            if np.shape(strata) != np.shape(real):
+                raise ValueError(f"strata {np.shape(strata)} must have the shape of real {np.shape(real)}")
+            strata = np.asarray(strata, dtype=int)
+        self._strata = strata
+        try:
+            out = super().__call__(real, predicted, executed)
+        finally:
+            self._strata = None
+        if read is not None:
+            out.log["region_share"] = read[1]
+        pair_strata = None if strata is None else self._pair_strata(strata, out.anchor_groups)
+        return BeyondOutput(**vars(out), pair_strata=pair_strata)
+
+    @staticmethod
+    def _pair_strata(strata: np.ndarray, anchor_groups: list) -> np.ndarray:
+        return np.concatenate([strata[g] for g in anchor_groups]) if anchor_groups else np.empty(0, int)
+
+    # -- the hooks of WMRLStep -------------------------------------------------------------------
+    def _calibrate(self, raw: np.ndarray, have: np.ndarray) -> np.ndarray:
+        if self.conditional:  # f_hat_z: each stratum's own map where it has one
+            return self.debiaser.transform(raw[have], self._strata[have])
+        return super()._calibrate(raw, have)
+
+    def _audit(self, anchor_groups: list, raw: np.ndarray, cal: np.ndarray, real: np.ndarray) -> None:
+        super()._audit(anchor_groups, raw, cal, real)
+        if self.active:  # the same residuals, by predicted score, for the next choice
+            for g in anchor_groups:
+                self.active_anchors.observe(raw[g], cal[g], real[g])
+
+    def _push_pairs(self, pairs: tuple, anchor_groups: list) -> None:
+        if self.conditional:
+            self.debiaser.push_many(pairs[0], pairs[2], self._pair_strata(self._strata, anchor_groups))
+        else:
+            super()._push_pairs(pairs, anchor_groups)
+
+    def _log(self, rewards, executed, rho, pairs) -> dict:
+        return {**super()._log(rewards, executed, rho, pairs), **(self.active_anchors.log() if self.active else {})}
+
+    # -- checkpointing ---------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        if self.active:
+            state["reliability"] = self.active_anchors.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        if self.active:
+            self.active_anchors.load_state_dict(state["reliability"])
+
+
+def make_step(cfg: RunConfig) -> WMRLStep:
+    """The step of a grammar run: the paper's :class:`~wmrl.step.WMRLStep`, or :class:`BeyondStep`
+    when ``cfg`` asks for active anchors, conditional OD or an exploit region to log."""
+    t = cfg.train
+    args = (cfg.arm, cfg.method, t.groups_per_step, t.group_size, cfg.seed, t.std_normalize)
+    if not beyond_paper_fields(cfg.method) and cfg.world_model.exploit == "none":
+        return WMRLStep(*args)
+    return BeyondStep(*args, region=cfg.world_model.exploit)

@@ -218,8 +218,8 @@ class MethodConfig:
     anchor_fraction: float = 0.1  # paper: ~10% of groups executed
     anchor_min: int = 1  # paper: at least one anchor group per step
     #: ``random``: uniform anchors, decided before generation (the paper's); ``active`` (beyond the
-    #: paper): after turn 1 is predicted, the groups where the calibrated world model has erred most
-    #: at their predicted scores (:mod:`wmrl.anchor`), the same number of them. Grammar agent only.
+    #: paper, :class:`wmrl.beyond.BeyondStep`): after turn 1 is predicted, the groups where the calibrated
+    #: world model has erred most at their predicted scores, the same number of them. Grammar agent only.
     anchor_selection: Literal["random", "active"] = "random"
     od_min_pairs: int = 200  # paper: identity map until 200 anchor pairs
     od_refit_every: int = 64  # paper: refit after every 64 new pairs
@@ -230,7 +230,7 @@ class MethodConfig:
     #: authors' released code (rho multiplies anchor advantages, the denominator stays |G|).
     fusion: Literal["normalized", "scale_only"] = "normalized"
     #: Online Debiasing conditioned on an observable feature of the script (beyond the paper;
-    #: :class:`wmrl.calibration.ConditionalDebiaser`): ``none`` is the paper's one map of the score;
+    #: :class:`wmrl.beyond.ConditionalDebiaser`): ``none`` is the paper's one map of the score;
     #: ``huge_capacity`` fits a second map on the anchor pairs whose script has a huge-capacity model
     od_condition: Literal["none", "huge_capacity"] = "none"
     #: ``od_condition`` only: pairs a feature's own map needs before it replaces the pooled one
@@ -489,7 +489,7 @@ class RunConfig(ConfigTree):
 
     def __post_init__(self):
         self.check_arm_and_seed()
-        if self.method.anchor_selection == "active" and not self.arm_spec.mixes_streams:
+        if self.method.anchor_selection == "active" and "active_anchors" not in self.arm_spec.beyond_paper:
             raise ConfigError(f"method.anchor_selection='active' chooses which groups to execute from the world "
                               f"model's predictions, and arm {self.arm!r} makes no such choice; use it with an arm that "
                               "has both streams (mix, od, ivd, wmrl), or leave it 'random'")

@@ -13,11 +13,10 @@ streams (Sec. 3.3):
 All active trajectories of a step advance turn by turn together, so the policy samples one batch
 per turn and the sandbox and the world model each get one batched call per turn.
 
-Active anchor selection (``method.anchor_selection="active"``, :meth:`wmrl.step.WMRLStep.choose_anchors`):
-the anchors are not known before the rollout. Turn 1 of every group is generated and predicted
-first, ``choose`` names the anchor groups from those predictions, and only then are the anchors'
-turn-1 scripts executed, so the anchors still run in the sandbox from turn 1 and turn 2 already
-reads real feedback, as the paper requires.
+An undecided routing (``executed=None``: active anchor selection, :mod:`wmrl.beyond`, goes beyond
+the paper) passes ``choose``: turn 1 of every group is generated and predicted first, ``choose``
+names the anchor groups from those predictions, and only then are the anchors' turn-1 scripts
+executed, so the anchors still run in the sandbox from turn 1 and turn 2 reads real feedback.
 """
 
 from __future__ import annotations
@@ -157,7 +156,7 @@ class Scorer:
 
 
 def world_model_step(world_model) -> dict:
-    """The world model's counts of the step now ending, as ``wm_*`` entries of the step's row (requests,
+    """The world model's counts of the step that is ending, as ``wm_*`` entries of the step's row (requests,
     parse failures, no replies, verdicts defaulted and their share); ``{}`` for one that counts nothing.
 
     Raises what its ``step_stats`` raises: :class:`~wmrl.world_model.llm.DefaultedVerdictsError` when
