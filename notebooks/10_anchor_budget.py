@@ -41,7 +41,7 @@
 # **Active anchors** (`method.anchor_selection="active"`, `wmrl/anchor.py`). The anchors must be
 # known before turn 2, so that their turn 2 reads real feedback (the paper's rollout). The step
 # therefore leaves them undecided, turn 1 of every group is generated and predicted (every group of
-# `wmrl` is predicted anyway), and `WMRLStep.choose_anchors` picks the groups whose turn-1
+# `wmrl` is predicted anyway), and `BeyondStep.choose_anchors` (`wmrl/beyond.py`) picks the groups whose turn-1
 # predictions fall where the *calibrated world model has erred most so far*: from every executed
 # anchor pair, the squared residual $e_j = (\tilde r_j - r_j)^2$ (the η² audit's out-of-sample
 # residual), resolved by predicted score,
