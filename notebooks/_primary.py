@@ -141,7 +141,7 @@ def obf_levels(fractions, alpha: float = ALPHA) -> np.ndarray:
         def inside(c, prev=prev, cov=cov):  # P(no earlier crossing and |Z_k| < c)
             hi = np.append(prev, c)  # from three looks on scipy integrates by quasi-Monte Carlo: a fixed seed
             return stats.multivariate_normal.cdf(hi, mean=np.zeros(len(hi)), cov=cov, lower_limit=-hi,
-                                                 abseps=1e-8, releps=1e-8, rng=np.random.default_rng(0))
+                                                 abseps=1e-6, releps=1e-6, rng=np.random.default_rng(0))
 
         stay = 1 - spent[k]  # P(no crossing up to look k)
         bounds.append(float(optimize.brentq(lambda c, stay=stay: inside(c) - stay, 0.5, 10.0, xtol=1e-8)))

@@ -68,6 +68,7 @@ def test_a_stored_run_whose_config_names_a_profile_by_another_name_is_the_same_e
     old = config.to_dict()
     old["world_model"]["profile"] = stored
     assert experiment_identity(old) == config.identity()
+    assert RunConfig.from_dict(old) == config  # a stored config loads (a replay, a resume), under the new name
 
 
 @pytest.mark.parametrize("overrides, message", [

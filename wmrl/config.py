@@ -306,9 +306,6 @@ class WorldModelConfig:
     max_model_len: int | None = None
 
     def __post_init__(self):
-        if self.profile in PROFILE_ALIASES:
-            raise ConfigError(f"world_model.profile={self.profile!r} is not a profile: the one meant is "
-                              f"{PROFILE_ALIASES[self.profile]!r} (--set world_model.profile={PROFILE_ALIASES[self.profile]})")
         check_section(self)
         at_least(self, max_new_tokens=1, max_retries=0, max_concurrency=1)
         if not 0.0 <= self.max_defaulted_share <= 1.0:
@@ -464,7 +461,11 @@ class ConfigTree:
 
     @classmethod
     def from_dict(cls, d: dict) -> typing.Self:
-        """Build from a nested dict; an unknown section or field is named with the closest known one."""
+        """Build from a nested dict; an unknown section or field is named with the closest known one. A stored
+        run's profile under another name (:data:`PROFILE_ALIASES`) reads as the profile it names."""
+        wm = d.get("world_model") if isinstance(d, dict) else None
+        if isinstance(wm, dict) and wm.get("profile") in PROFILE_ALIASES:
+            d = {**d, "world_model": {**wm, "profile": PROFILE_ALIASES[wm["profile"]]}}
         return _build_config(cls, d)
 
     def with_overrides(self, overrides: dict | None) -> typing.Self:
@@ -572,6 +573,9 @@ def apply_overrides(config: dict, overrides: dict) -> dict:
         if name not in out[section]:
             raise ConfigError(f"unknown field {key!r}{_did_you_mean(name, out[section])}; "
                               f"{section} has {sorted(out[section])}")
+        if key == "world_model.profile" and value in PROFILE_ALIASES:
+            raise ConfigError(f"world_model.profile={value!r} is not a profile: the one meant is "
+                              f"{PROFILE_ALIASES[value]!r} (--set world_model.profile={PROFILE_ALIASES[value]})")
         out[section][name] = value
     return out
 
