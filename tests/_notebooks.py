@@ -18,10 +18,11 @@ TEMPLATES = sorted(p.stem for p in NOTEBOOKS.glob("TEMPLATE_*.ipynb"))
 # fidelity (half of its minute is SmolLM2 scoring a script, which the LLM world model's tests cover), the VLA
 # analog (its trainer has its own end-to-end tests) and the notebooks beyond Table 1 and Table 3, whose runs are
 # the grammar trainer's with other settings (tested arm by arm). nbval redraws their committed outputs in `make test`.
-# A notebook written by new-ablation (its parameters name ABL_NAME) runs the template's code, whose smoke run is
-# make test's.
+# Notebook 13's family trains no further look; notebook 15 runs the same arms, estimand and looks end to end, and
+# tests/test_primary.py tests 13's own rule. A notebook written by new-ablation (its parameters name ABL_NAME) runs
+# the template's code, whose smoke run is make test's.
 EXTENDED_NOTEBOOKS = {"05_world_model_fidelity", "06_vla", "08_fidelity_dial", "09_exploit_stress",
-                      "10_anchor_budget", "11_method_regime", "12_confirmatory"} | {
+                      "10_anchor_budget", "11_method_regime", "12_confirmatory", "13_primary"} | {
     n for n in NAMES if "\nABL_NAME = " in (NOTEBOOKS / f"{n}.py").read_text()}
 
 
