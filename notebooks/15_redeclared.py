@@ -231,9 +231,12 @@ if LOOK is not None:
 
 # %% [markdown]
 # ## What we see
+#
+# Computed from the claims table (`_redeclared.what_we_see`).
 
 # %% tags=["nbval-check-output"]
 if LOOK is not None:
+    SENTENCES = design.what_we_see(table)
     if cfg.train:
-        nb.save_claims(table, cfg, "the primary family declared again at seeds no run had used")
-    print("\n".join(claims.what_we_see(table)))
+        nb.save_claims(table, cfg, "the primary family declared again at seeds no run had used", SENTENCES)
+    print("\n".join(SENTENCES))

@@ -60,7 +60,8 @@ from wmrl.experiments.curves import learning_curves
 from wmrl.experiments.stats import holm, tost_p
 
 __all__ = ["ARMS", "BOOTSTRAP_SEED", "CLAIMS", "GRID", "GRID_TAG", "MARGIN", "MeasuredMatchedCompute", "arms_due",
-           "family_runs", "late_task_scores", "reach_ratio", "run_looks", "seeds_to_resolve", "test_look"]
+           "family_runs", "late_task_scores", "reach_ratio", "run_looks", "seeds_to_resolve", "test_look",
+           "what_we_see"]
 
 ARMS = ("untrained", "grpo", "wm", "wmrl")
 MARGIN = 3.0  #: the equivalence margin, in points of late held-out Avg
@@ -216,3 +217,25 @@ def late_task_scores(runs: pd.DataFrame, steps: int, scale: float = 100.0) -> di
     table = late.groupby(["arm", "seed", "task"]).percentile.mean().mul(scale)
     return {arm: table.xs(arm, level="arm").unstack("task").sort_index().to_numpy()
             for arm in ARMS if arm in table.index.get_level_values("arm")}
+
+
+_SAID = {"reproduced": "reproduced: the difference lies on the paper's side of 0",
+         "fails": "fails: the difference lies on the other side of 0",
+         "equivalent": f"equivalent: the difference lies within ±{MARGIN:g} points",
+         "inconclusive": "not resolved yet"}
+
+
+def what_we_see(table: pd.DataFrame) -> list[str]:
+    """The closing sentences of :func:`run_looks`' table: each claim's verdict, the look that gave it, its
+    estimate and interval, and both tests' Holm-adjusted p-values; then a tally."""
+    out = []
+    for cid, r in table.iterrows():
+        where = f"at look {int(r.resolved_at)}" if np.isfinite(r.resolved_at) else f"after look {int(r.look)}"
+        out.append(f"{cid} ({r.statement}) {where}: {_SAID[r.verdict]}. {r.comparison} = {r['mean']:.1f} "
+                   f"[{r.lo:.1f}, {r.hi:.1f}] points over {int(r.seeds)} seeds; t-test p = {r.p_holm:.4f}, "
+                   f"TOST p = {r.p_tost_holm:.4f} after Holm (level {r.alpha_look:.4f}).")
+    counts = table.verdict.value_counts()
+    out.append(f"Of {len(table)} claims, {counts.get('reproduced', 0)} reproduced, {counts.get('fails', 0)} fail, "
+               f"{counts.get('equivalent', 0)} equivalent within ±{MARGIN:g} points and "
+               f"{counts.get('inconclusive', 0)} not resolved.")
+    return out

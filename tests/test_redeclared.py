@@ -113,3 +113,13 @@ def test_four_looks_get_the_same_levels_every_time():
     first = design.obf_levels([0.25, 0.5, 0.75, 1.0])
     assert np.array_equal(first, design.obf_levels([0.25, 0.5, 0.75, 1.0]))
     assert np.all(np.diff(first) > 0) and first[-1] < 0.05
+
+
+def test_the_closing_sentences_name_an_equivalence_as_such():
+    rng = np.random.default_rng(3)
+    claims = (Claim("up", "goes up", "", "up", "b", scale=1), Claim("null", "stays", "", "null", "b", scale=1))
+    table, _, _ = design.run_looks(_frame({"up": 5.0, "null": 0.0}, range(12), rng), claims,
+                                   design.looks(list(range(12)), [12]))
+    said = design.what_we_see(table)
+    assert said[0].startswith("up (goes up) at look 1: reproduced") and "null (stays) at look 1: equivalent" in said[1]
+    assert said[-1] == "Of 2 claims, 1 reproduced, 0 fail, 1 equivalent within ±3 points and 0 not resolved."
