@@ -2,18 +2,15 @@ r"""The primary family: the paper's headline claims, fixed before their runs and
 
 Notebook 13 (this is its helper) answers "does WMRL work at this scale?" with five claims on four arms (``untrained``,
 ``grpo``, ``wm``, ``wmrl``) at seeds no other notebook trains (the preset's ``PRIMARY_SEEDS``).
-Everything here was written, and committed, before any run at those seeds existed; every other
-claim of the project is secondary or exploratory beside it.
+The design was committed before any run at those seeds existed.
 
-**The world model.** The ``wm`` and ``wmrl`` arms score with the program-analysis world model's
-``tuning_split`` profile (:data:`WORLD_MODEL`): its constants are fitted on the pool's tuning split,
-tasks that no run trains or is evaluated on. The family was declared when the project's default
-was the ``train_split`` profile, fitted on scripts of the training tasks, the tasks it then scores in
-training, so it names this profile and trains these two arms under their own run tag
-(:data:`WORLD_MODEL_TAG`); the default is now the same profile, so the tag only keeps the family's
-runs apart from the other campaigns'. ``untrained`` and ``grpo`` never consult
-a world model, so their default runs serve the family as they are (``tests/test_primary.py``
-replays a grpo run recorded under one profile under the other, to the bit).
+**The world model.** Declared with the program-analysis world model's ``train_split`` profile, fitted
+on scripts of the training tasks; its two runs' verdicts are :func:`declared_verdicts`. The same seeds
+were then trained with the ``tuning_split`` profile (:data:`WORLD_MODEL`, fitted on tasks no run trains
+or is evaluated on), under their own run tag (:data:`WORLD_MODEL_TAG`): an exploratory rerun, since
+the change followed the results it changed. ``untrained`` and ``grpo`` never consult a world model, so
+their default runs serve both (``tests/test_primary.py`` replays a grpo run recorded under one profile
+under the other, to the bit).
 
 **Estimand.** A run's *late Avg*: the mean of its held-out Avg over the evaluations after half its
 steps (at ``small``: steps 9, 12, 15 and 16), instead of the last evaluation alone. Training has
@@ -38,6 +35,8 @@ normal-theory ones applied to t-test p-values, a small-sample approximation stat
 
 from __future__ import annotations
 
+import io
+import subprocess
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,12 +49,28 @@ from wmrl.experiments.claims import Claim, MatchedCompute
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.curves import heldout_avg
 from wmrl.experiments.stats import ALPHA
+from wmrl.provenance import REPO
 
-__all__ = ["PRIMARY", "PRIMARY_ARMS", "WORLD_MODEL", "WORLD_MODEL_ARMS", "WORLD_MODEL_TAG", "Look", "family_runs",
-           "late_average", "late_steps", "looks", "obf_levels", "run_looks"]
+__all__ = [
+    "DECLARED_PRESET",
+    "DECLARED_RUNS",
+    "PRIMARY",
+    "PRIMARY_ARMS",
+    "WORLD_MODEL",
+    "WORLD_MODEL_ARMS",
+    "WORLD_MODEL_TAG",
+    "Look",
+    "declared_verdicts",
+    "family_runs",
+    "late_average",
+    "late_steps",
+    "looks",
+    "obf_levels",
+    "run_looks",
+]
 
 PRIMARY_ARMS = ("untrained", "grpo", "wm", "wmrl")
-#: The world model the family's world-model arms score with: constants fitted on tasks no run uses.
+#: The world model of the exploratory rerun's world-model arms: constants fitted on tasks no run uses.
 WORLD_MODEL = {"world_model.profile": "tuning_split"}
 #: The run tag of those arms' runs (``results/train/<preset>/wm~tuning/``...).
 WORLD_MODEL_TAG = "tuning"
@@ -197,3 +212,44 @@ def run_looks(runs: pd.DataFrame, claims, design: list[Look]) -> tuple[pd.DataFr
         if len(final) == len(claims):
             return table, pd.DataFrame(history), True
     return table, pd.DataFrame(history), True
+
+
+#: The preset of the declared design's runs, and each run with the commit whose claims table holds its verdicts
+#: (world model ``train_split``; the runs themselves are in git history at those commits).
+DECLARED_PRESET = "small"
+DECLARED_RUNS = (("first run", "e78aaf7"), ("retrained fresh", "dcf3ffd"))
+_DECLARED_COLUMNS = ["run", "commit", "claim", "comparison", "mean", "lo", "hi", "seeds", "p_holm", "verdict_holm",
+                     "look"]
+
+
+def _claims_at(commit: str) -> pd.DataFrame:
+    """Notebook 13's claims table as ``commit`` holds it (FileNotFoundError where this clone lacks the commit)."""
+    path = f"results/claims/{DECLARED_PRESET}/13_primary.parquet"
+    shown = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{path}"], capture_output=True, check=False)
+    if shown.returncode != 0:
+        raise FileNotFoundError(f"commit {commit} is not in this clone's history: {shown.stderr.decode()[:200]}")
+    return pd.read_parquet(io.BytesIO(shown.stdout))
+
+
+def declared_verdicts(cfg) -> pd.DataFrame | None:
+    """The declared design's verdicts, one row per (run, claim): read from git at :data:`DECLARED_RUNS` and kept
+    in ``RESULTS_DIR/primary/<preset>/declared.parquet`` (rewritten only when it changes); a clone without that
+    history reads the kept table. None at another preset than :data:`DECLARED_PRESET`. ``look``: the look that
+    resolved the claim, else the last one analysed."""
+    from wmrl.experiments import notebook as nb
+
+    if cfg.preset != DECLARED_PRESET:
+        return None
+    subdir = f"primary/{cfg.preset}"
+    try:
+        frames = []
+        for run, commit in DECLARED_RUNS:
+            t = _claims_at(commit)
+            frames.append(t.assign(run=run, commit=commit, look=t.resolved_at.fillna(t.look).astype(int)))
+        found = pd.concat(frames, ignore_index=True)[_DECLARED_COLUMNS]
+    except FileNotFoundError:
+        return nb.load_results("declared", cfg, subdir)
+    kept = cfg.results_dir / subdir / "declared.parquet"
+    if not (kept.is_file() and pd.read_parquet(kept).equals(found)):
+        nb.save_results(found, "declared", cfg, subdir)
+    return found

@@ -162,3 +162,23 @@ def test_the_family_reads_its_world_model_arms_from_their_tag_and_the_others_fro
                      (("untrained", "grpo"), None, None)]
     with pytest.raises(ValueError, match="tagged 'tuning'"):
         primary.family_runs(lambda arms, tag, overrides: pd.DataFrame({"arm": list(arms), "seed": 6}))
+
+
+def test_the_declared_runs_verdicts_are_their_commits_and_the_kept_table_is_them(tmp_path):
+    """P-C1 failed in both runs of the declared design; the kept table equals what those commits hold."""
+    from types import SimpleNamespace
+
+    from wmrl.provenance import REPO
+
+    kept = pd.read_parquet(REPO / "results" / "primary" / "small" / "declared.parquet")
+    c1 = kept[kept.claim == "P-C1"]
+    assert list(c1.verdict_holm) == ["fails", "fails"] and list(c1.commit) == [c for _, c in primary.DECLARED_RUNS]
+    import subprocess
+
+    if any(subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{c}^{{commit}}"], check=False).returncode
+           for _, c in primary.DECLARED_RUNS):
+        pytest.skip("this clone's history lacks the declared runs' commits (a shallow clone): the kept table stands")
+    cfg = SimpleNamespace(preset="small", results_dir=tmp_path, as_dict=lambda: {"notebook": "13_primary"})
+    pd.testing.assert_frame_equal(primary.declared_verdicts(cfg), kept)
+    assert (tmp_path / "primary" / "small" / "declared.parquet.provenance.json").is_file()
+    assert primary.declared_verdicts(SimpleNamespace(preset="smoke", results_dir=tmp_path)) is None

@@ -73,7 +73,9 @@ def test_the_page_answers_first_then_gives_the_families_in_order_within_its_word
     headings = [line for line in page.splitlines() if line.startswith("## ")]
     assert headings[:4] == [results_page.PRIMARY_HEADING, "## The paper's other tables", "## Beyond the paper",
                             "## Exploratory"]
-    assert len(page.split()) <= 2500 and "](FINDINGS.md)" in page
+    assert len(page.split()) <= 2650 and "](FINDINGS.md)" in page  # the answer holds three analyses of the family
+    answer = page.split("\n\n")[1]  # the declared verdict first, then the exploratory rerun, then notebook 15's
+    assert answer.index("As declared (notebook 13") < answer.index("(exploratory)") < answer.index("notebook 15")
 
 
 @pytest.mark.parametrize("verdict, says", [("reproduced", "WMRL beats GRPO"), ("fails", "WMRL falls below GRPO"),
@@ -103,9 +105,27 @@ def test_the_declared_familys_verdict_is_its_holm_verdict_at_its_look():
                       "note": ["", ""], "expect": [">", ">"], "op": ["diff", "diff"], "digits": [1, 1],
                       "unit": ["points", "points"], "look": [1, 1], "alpha_look": [0.016, 0.016]}).set_index("claim")
     text = results_page.verdict(t, [0, 1, 2])
-    assert text.startswith("At 8 seeds fixed in advance (look 1), WMRL cannot be told apart from GRPO on late held-out "
+    assert text.startswith("At 8 seeds (look 1), WMRL cannot be told apart from GRPO on late held-out "
                            "score: ") and "(P-C1, inconclusive after Holm)." in text
-    assert "Of the primary family's 2 claims, 1 is reproduced" in text and "2.0 to 2.5 points" in text
+    assert "Of its 2 claims, 1 is reproduced" in text and "2.0 to 2.5 points" in text
+
+
+def test_the_declared_runs_verdict_is_said_run_by_run_and_notebook_15_where_it_stands():
+    import pandas as pd
+
+    declared = pd.DataFrame({"run": ["first run", "first run", "retrained fresh", "retrained fresh"],
+                             "claim": ["P-C1", "P-C3", "P-C1", "P-C3"],
+                             "comparison": ["wmrl - grpo"] * 4, "mean": [-7.8, 13.3, -6.2, 11.7],
+                             "lo": [-11.6, 10.5, -11.8, 6.7], "hi": [-4.0, 16.2, -0.6, 16.7],
+                             "verdict_holm": ["fails", "reproduced", "fails", "reproduced"]})
+    assert results_page.declared_sentence(declared, list(range(6, 18))) == (
+        "As declared (notebook 13, seeds 6-17, world model fitted on the training tasks), WMRL falls below GRPO in "
+        "both runs: wmrl - grpo = -7.8 [-11.6, -4.0] and -6.2 [-11.8, -0.6] (P-C1, fails / fails after Holm).")
+    params = {"REDECLARED_SEEDS": list(range(18, 66))}
+    assert results_page.redeclared_sentence({}, params).endswith("(notebook 15, seeds 18-65): no look is trained yet.")
+    looked = pd.DataFrame({"verdict": ["reproduced", "equivalent", "inconclusive"], "look": [1, 1, 1]})
+    assert "at look 1: 1 reproduced, 0 fails, 1 equivalent, 1 inconclusive of 3 claims" in \
+        results_page.redeclared_sentence({"15_redeclared": looked}, params)
 
 
 def test_a_preset_without_results_says_how_to_make_them(tmp_path):
@@ -123,9 +143,11 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]
     section = page.split(results_page.PRIMARY_HEADING + "\n", 1)[1].split("\n## ", 1)[0]
     primary = [line for line in section.splitlines() if line.startswith("| ") and ".ipynb)" in line]
-    # header, rule, rows, blank, In short, blank, the language-model agent's sentence (blank, reproducibility)
+    # the answer, blank, header, rule, rows, blank, In short, blank, the language-model agent's sentence (blank,
+    # reproducibility)
     replays = results_page.reproducibility(RESULTS, brief=True)
-    assert primary and len(block.splitlines()) == len(primary) + 7 + 2 * bool(replays)
+    assert primary and len(block.splitlines()) == len(primary) + 9 + 2 * bool(replays)
+    assert next(line for line in page.splitlines() if line.startswith("**Does WMRL work")) in block
     assert replays in block and flat(results_page.reproducibility(RESULTS)).removeprefix("**Reproducibility.** ") in flat(
         (RESULTS.parent / "FINDINGS.md").read_text())
     for line in primary:  # each primary claim's id, ours and verdict, as the page has them

@@ -109,6 +109,9 @@ def _claims_rows(table: pd.DataFrame, notebook: str) -> list[str]:
 
 
 PRIMARY_HEADING = "## The primary family"
+#: Notebook 13's declared runs' verdicts under ``results/`` (``notebooks/_primary.py``: ``declared_verdicts``).
+DECLARED = "primary/{preset}/declared.parquet"
+REDECLARED = "15_redeclared"
 CLAIMS_HEADER = ["| claim | statement | paper | ours (95% CI) | detectable | verdict | notebook |",
                  "|---|---|---|---|---|---|---|"]
 #: A declared table with these columns (notebook 07's) adds a second analysis, over held-out tasks and seeds.
@@ -143,6 +146,7 @@ class _Read:
     paragraphs: dict = field(default_factory=dict)  # notebook -> (title, sentences)
     noise: list = field(default_factory=list)
     reproducibility: str = ""
+    declared: pd.DataFrame | None = None  # the primary family's declared runs (notebook 13, section 0)
 
 
 def _read(results: str | Path, preset: str) -> _Read:
@@ -150,6 +154,8 @@ def _read(results: str | Path, preset: str) -> _Read:
     params = notebook_params(preset)
     seeds = params["SEEDS"]
     out = _Read(preset, params, reproducibility=reproducibility(results))
+    if (kept := results / DECLARED.format(preset=preset)).is_file():
+        out.declared = pd.read_parquet(kept)
     runs = _train_runs(results, preset, seeds)
     paragraphs, tables = out.paragraphs, out.tables
     for notebook, d in declared_claims(results, preset).items():  # every notebook's, new ablations' too
@@ -235,9 +241,35 @@ def _declared(table: pd.DataFrame) -> bool:
     return "look" in table.columns
 
 
+def declared_sentence(declared: pd.DataFrame, seeds) -> str:
+    """What the primary family's declared runs say of WMRL against GRPO, run by run (Holm's verdicts)."""
+    head = declared[declared.comparison.str.startswith("wmrl - grpo") & ~declared.claim.str.contains("C3")]
+    says = {"reproduced": "WMRL beats GRPO", "fails": "WMRL falls below GRPO",
+            "inconclusive": "WMRL cannot be told apart from GRPO"}
+    verdicts = sorted(set(head.verdict_holm))
+    values = [f"{r['mean']:.1f} [{r.lo:.1f}, {r.hi:.1f}]" for _, r in head.iterrows()]
+    said = (f"{says[verdicts[0]]} in {'both' if len(values) == 2 else 'all'} runs" if len(verdicts) == 1
+            else "its runs disagree")
+    return (f"As declared (notebook 13, seeds {_span(seeds)}, world model fitted on the training tasks), {said}: "
+            f"{head.comparison.iloc[0]} = {' and '.join(values)} ({head.claim.iloc[0]}, "
+            f"{' / '.join(head.verdict_holm)} after Holm).")
+
+
+def redeclared_sentence(tables: dict, params: dict) -> str:
+    """Where notebook 15's family, declared again at seeds no run had used, stands."""
+    where = f"notebook 15, seeds {_span(params['REDECLARED_SEEDS'])}"
+    t = tables.get(REDECLARED)
+    if t is None or t.empty:
+        return f"Declared again at seeds no run had used ({where}): no look is trained yet."
+    n = t.verdict.value_counts()
+    return (f"Declared again at seeds no run had used ({where}), at look {int(t.look.max())}: "
+            + ", ".join(f"{n.get(v, 0)} {v}" for v in ("reproduced", "fails", "equivalent", "inconclusive"))
+            + f" of {len(t)} claims ([{REDECLARED}](notebooks/{REDECLARED}.ipynb)).")
+
+
 def verdict(table: pd.DataFrame | None, seeds) -> str:
     """Two sentences that answer "does WMRL work at this scale?" from the primary family's claims table
-    (the declared family's verdicts after Holm at its look; Table 1's interval verdicts until it exists)."""
+    (the family's verdicts after Holm at its look; Table 1's interval verdicts until it exists)."""
     if table is None or table.empty:
         return "Whether WMRL works at this scale is not known yet: Table 1's runs are missing (run `make reproduce`)."
     t = table  # claims.evaluate_claims's table, indexed by claim
@@ -249,10 +281,10 @@ def verdict(table: pd.DataFrame | None, seeds) -> str:
             "inconclusive": "WMRL cannot be told apart from GRPO"}[r[col]]
     n = t[col].value_counts()
     points = t[t.unit == "points"].mdd.dropna()
-    where = (f"At {int(r.seeds)} seeds fixed in advance (look {int(r.look)}), {says} on late held-out score"
+    where = (f"At {int(r.seeds)} seeds (look {int(r.look)}), {says} on late held-out score"
              if declared else f"At {len(seeds)} seeds, {says} on held-out score")
     first = f"{where}: {shown['ours (95% CI)']} points ({head}, {r[col]}{' after Holm' if declared else ''})."
-    family = "the primary family's" if declared else "Table 1's"
+    family = "its" if declared else "Table 1's"
     second = (f"Of {family} {len(t)} claims, {n.get('reproduced', 0)} {_be(n.get('reproduced', 0))} reproduced, "
               f"{n.get('fails', 0)} {'fails' if n.get('fails', 0) == 1 else 'fail'} and {n.get('inconclusive', 0)} "
               f"{_be(n.get('inconclusive', 0))} inconclusive")
@@ -267,7 +299,12 @@ def _render_results(read: _Read) -> str:
     params, seeds = read.params, read.params["SEEDS"]
     name = PRIMARY if PRIMARY in read.tables else TABLE1
     primary = read.tables.get(name)
-    lines = ["# Results", "", "**Does WMRL work at this scale?** " + verdict(primary, seeds), "",
+    answer = verdict(primary, seeds)
+    if name == PRIMARY and read.declared is not None:
+        answer = (f"{declared_sentence(read.declared, params['PRIMARY_SEEDS'])} Rerun with the world model fitted "
+                  f"on tasks no run uses, chosen after those results (exploratory): {answer[0].lower()}{answer[1:]} "
+                  f"{redeclared_sentence(read.tables, params)}")
+    lines = ["# Results", "", "**Does WMRL work at this scale?** " + answer, "",
              ("**In short, beyond the primary family.** " if name == PRIMARY else "**In short.** ")
              + in_short([t for n, t in read.tables.items() if n != PRIMARY and n not in OWN_RUNS], seeds), "",
              (f"Generated by `python -m wmrl.reproduce` from `results/` (preset `{read.preset}`, seeds {seeds}; notebook "
@@ -278,10 +315,11 @@ def _render_results(read: _Read) -> str:
               f"shows: [{FINDINGS_PAGE}]({FINDINGS_PAGE})."), ""]
     if name == PRIMARY:
         lines += [PRIMARY_HEADING, "",
-                  (f"Table 1's headline, declared before its runs (seeds {_span(params['PRIMARY_SEEDS'])}, "
-                   f"{len(params['PRIMARY_LOOKS'])} looks, world model fitted on tasks no run uses): late held-out Avg, "
-                   f"Holm's verdicts at each look's level "
-                   f"([notebook](notebooks/{PRIMARY}.ipynb), [figure](figures/{PRIMARY}.png))."), ""]
+                  (f"Table 1's headline at seeds {_span(params['PRIMARY_SEEDS'])} in "
+                   f"{len(params['PRIMARY_LOOKS'])} looks: late held-out Avg, Holm's verdicts at each look's level. "
+                   + ("The exploratory rerun, with the world model fitted on tasks no run uses; the declared runs' "
+                      "verdicts are above and in the notebook's section 0 " if read.declared is not None else "")
+                   + f"([notebook](notebooks/{PRIMARY}.ipynb), [figure](figures/{PRIMARY}.png))."), ""]
     else:
         lines += [PRIMARY_HEADING, "",
                   "Table 1: WMRL, GRPO and a pure world model ([figure](figures/01_main_table.png)).", ""]
@@ -460,7 +498,8 @@ def defined(short: str, statements: dict[str, str]) -> str:
 
 def write_readme_summary(page: str | Path, readme: str | Path, results: str | Path | None = None,
                          preset: str = "small") -> None:
-    """Copy the primary family's claims (the rows under :data:`PRIMARY_HEADING`, five columns), the page's
+    """Copy the page's answer to "does WMRL work at this scale?", the primary family's claims (the rows under
+    :data:`PRIMARY_HEADING`, five columns), the page's
     "In short" paragraph with its claims :func:`defined` (from the page and ``results`` of ``preset``), the
     language-model agent's claims over tasks and (given ``results``) the brief :func:`reproducibility` into the README's block between :data:`README_BEGIN`
     and :data:`README_END`, so the front door's summary is the results' and cannot drift from them."""
@@ -481,7 +520,8 @@ def write_readme_summary(page: str | Path, readme: str | Path, results: str | Pa
     if README_BEGIN not in text or README_END not in text:
         raise ValueError(f"{readme} has no results block ({README_BEGIN} ... {README_END})")
     head, rest = text.split(README_BEGIN, 1)
-    block = "\n".join(primary + ["", short]) if len(primary) > 2 else short
+    answer = next((line for line in page_lines if line.startswith("**Does WMRL work")), "")
+    block = "\n".join(([answer, ""] if answer else []) + primary + ["", short]) if len(primary) > 2 else short
     llm = _over_tasks_sentence(page_lines)
     block += f"\n\n{llm}" if llm else ""
     replays = reproducibility(results, brief=True) if results is not None else ""
