@@ -196,8 +196,10 @@ for c in CLAIMS:
         rows.append({"claim": c.id, "paired sd": round(sd, 2), "detect (points)": target, "seeds": n,
                      "hours, 2 cores": round(n * per_seed_s / 3600, 1),
                      "hours, 32 cores": round(n * per_seed_s / 3600 / 16, 1)})
+SIZING = pd.DataFrame(rows)
+nb.save_results(SIZING, "seeds_needed", cfg, f"primary/{cfg.preset}")  # the one sizing the pages quote
 print(f"the four arms of one seed train in {per_seed_s / 60:.1f} min on this machine")
-print(pd.DataFrame(rows).to_string(index=False))
+print(SIZING.to_string(index=False))
 
 # %% [markdown]
 # ## What we see

@@ -202,7 +202,7 @@ def budget_claims(plan: list[BudgetRun]) -> list[Claim]:
         base = random.get((r.arm, r.groups))
         if base is None:
             continue
-        claims.append(Claim(f"A{r.groups}", f"at {r.groups} anchor group(s) a step, active anchors beat random ones",
+        claims.append(Claim(f"AA{r.groups}", f"at {r.groups} anchor group(s) a step, active anchors beat random ones",
                             "not in the paper (random anchors only)", r.label, base.label))
         claims.append(Claim(f"M{r.groups}", f"at {r.groups} anchor group(s) a step, active anchors land where the "
                                             "calibrated world model errs more (anchor residual, from step 1)",

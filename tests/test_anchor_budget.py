@@ -64,5 +64,5 @@ def test_the_claims_pair_each_wmrl_share_with_anchor_only_at_its_count_and_activ
     plan = budget.budget_plan("small", ["wmrl", "anchor_only"], [0.125, 0.5], [0.5])
     claims = {c.id: (c.a, c.b, c.col) for c in budget.budget_claims(plan)}
     assert claims == {"B4": ("wmrl~budget-0.5", "anchor_only~budget-0.5", "avg"),
-                      "A4": ("wmrl~active-0.5", "wmrl~budget-0.5", "avg"),
+                      "AA4": ("wmrl~active-0.5", "wmrl~budget-0.5", "avg"),
                       "M4": ("wmrl~active-0.5", "wmrl~budget-0.5", "anchor_residual")}
