@@ -304,7 +304,7 @@ def _render_results(read: _Read) -> str:
     primary = read.tables.get(name)
     counted = [t for n, t in read.tables.items() if n not in (PRIMARY, REDECLARED, *OWN_RUNS)
                and not (name == PRIMARY and n == TABLE1)]  # Table 1 at seeds 0-2 retests the family's hypotheses
-    short = in_short(counted, seeds) + (f" Table 1's {', '.join(read.tables[TABLE1].index)} at seeds {seeds} "
+    short = in_short(counted, seeds) + (f" Table 1's {len(read.tables[TABLE1])} claims at seeds {_span(seeds)} "
                                         "retest the primary family's hypotheses: exploratory, not counted."
                                         if name == PRIMARY and TABLE1 in read.tables else "")
     answer = verdict(primary, seeds)
