@@ -137,7 +137,7 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     page = (RESULTS.parent / "RESULTS.md").read_text()
     short = results_page.defined(next(line for line in page.splitlines() if line.startswith("**In short")),
                                  results_page._statements(page.splitlines(), RESULTS, "small"))
-    assert "C0: GRPO improves on the untrained agent" in short  # each claim it names, with what it states
+    assert "D1: a world model that ranks better" in short  # each claim it names, with what it states
     readme = (RESULTS.parent / "README.md").read_text()
     assert f"\n{short}\n\n**The language-model agent** (" in readme
     block = readme.split(results_page.README_BEGIN, 1)[1].split(results_page.README_END, 1)[0]
@@ -203,14 +203,22 @@ def test_the_page_says_of_a_beyond_notebook_what_its_committed_what_we_see_cell_
         assert says_claim(page, line), line
 
 
-def test_the_noise_section_says_what_the_goal_would_cost_from_the_runs_own_wall_times():
-    """The seeds to reach noise.GOAL_POINTS are seeds_to_detect's, and the hours are the summaries' measured wall
-    times (read here straight from summary.json), one seed of each of the section's arms at a time."""
+def test_the_seeds_needed_are_the_primary_familys_sizing_and_without_it_the_splits():
+    """The page quotes one seeds-needed figure, notebook 13's from the primary family's paired values; without it
+    (a preset without the family), the seeds to reach noise.GOAL_POINTS are seeds_to_detect's, and the hours the
+    summaries' measured wall times (read here straight from summary.json), one seed of each arm at a time."""
     import json
+
+    import pandas as pd
 
     from wmrl.experiments import noise
 
-    page = flat(results_page.findings_page(RESULTS, "small"))
+    sizing = pd.read_parquet(RESULTS / "primary" / "small" / "seeds_needed.parquet")
+    three = sizing[sizing["detect (points)"] == 3.0]
+    quoted = flat(results_page.findings_page(RESULTS, "small"))
+    assert f"detecting 3 points takes {three.seeds.min()} to {three.seeds.max()} seeds per claim" in quoted
+    assert "seeds at 1 evaluation repeat" not in quoted  # no second seeds-needed figure
+    page = flat("\n".join(results_page._noise_section(load_runs("small", RESULTS, seeds=[0, 1, 2]))))
     runs = load_runs("small", RESULTS, seeds=[0, 1, 2])
     arms = ["untrained", "grpo", "wm", "mix", "od", "ivd", "wmrl", "anchor_only"]
     t = noise.noise_from_fixed_policy(runs, arms, scale=100)
