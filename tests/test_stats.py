@@ -116,3 +116,11 @@ def test_tost_equals_statsmodels_and_the_interval_inside_the_margin():
     assert stats.tost_p([1.0, 1.0], 3.0) == 0.0 and stats.tost_p([4.0, 4.0], 3.0) == 1.0
     with pytest.raises(ValueError, match="positive"):
         stats.tost_p([1.0, 2.0], 0.0)
+
+
+def test_a_bounded_columns_interval_is_cut_at_its_range_and_an_unbounded_one_is_not():
+    runs = pd.DataFrame({"arm": ["a"] * 3, "seed": [0, 1, 2], "ok": [0.0, 90.0, 90.0], "x": [0.0, 90.0, 90.0]})
+    shown = stats.arm_table(runs, ["a"], {"ok": ("ok", 1, 0, (0, 100)), "x": ("x", 1, 0)})
+    m, lo, hi = stats.mean_ci([0.0, 90.0, 90.0])
+    assert lo < 0 and hi > 100  # the t-interval of three seeds runs past both ends
+    assert shown.loc["a", "ok"] == "60 [0, 100]" and shown.loc["a", "x"] == stats.fmt_ci(m, lo, hi, 0)
