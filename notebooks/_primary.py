@@ -253,3 +253,23 @@ def declared_verdicts(cfg) -> pd.DataFrame | None:
     if not (kept.is_file() and pd.read_parquet(kept).equals(found)):
         nb.save_results(found, "declared", cfg, subdir)
     return found
+
+
+def per_task(runs: pd.DataFrame, steps: int, claims) -> pd.DataFrame:
+    """Each late-Avg claim on each held-out task: the mean over seeds of the paired difference of the task's late
+    percentile (points), with its 95% interval over seeds. Every seed is scored on the same held-out tasks, so
+    these show how the claim varies across tasks; the seed stays the unit of each interval."""
+    from wmrl.experiments.stats import mean_ci
+
+    evals = load_table(runs, "eval")
+    late = evals[evals.step >= late_steps(steps)]
+    once = evals[~evals.set_index(["arm", "seed"]).index.isin(late.set_index(["arm", "seed"]).index)]
+    scores = pd.concat([late, once]).groupby(["arm", "seed", "task", "category"]).percentile.mean().mul(100)
+    rows = []
+    for c in (c for c in claims if c.col == "late_avg"):
+        diff = (scores.xs(c.a, level="arm") - scores.xs(c.b, level="arm")).dropna()
+        for (task, category), d in diff.groupby(level=["task", "category"]):
+            m, lo, hi = mean_ci(d.to_numpy())
+            rows.append({"claim": c.id, "comparison": c.label, "task": task, "category": category, "mean": m,
+                         "lo": lo, "hi": hi, "seeds": len(d)})
+    return pd.DataFrame(rows)
