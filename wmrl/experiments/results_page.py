@@ -113,6 +113,8 @@ PRIMARY_HEADING = "## The primary family"
 DECLARED = "primary/{preset}/declared.parquet"
 #: Notebook 13's sizing from the primary family's paired spreads: the one seeds-needed figure the pages quote.
 SEEDS_NEEDED = "primary/{preset}/seeds_needed.parquet"
+#: Notebook 13's late-Avg claims per held-out task (section 1b): the tasks a claim generalises to.
+PER_TASK = "primary/{preset}/per_task.parquet"
 REDECLARED = "15_redeclared"
 CLAIMS_HEADER = ["| claim | statement | paper | ours (95% CI) | detectable | verdict | notebook |",
                  "|---|---|---|---|---|---|---|"]
@@ -149,6 +151,7 @@ class _Read:
     noise: list = field(default_factory=list)
     reproducibility: str = ""
     declared: pd.DataFrame | None = None  # the primary family's declared runs (notebook 13, section 0)
+    per_task: pd.DataFrame | None = None  # its claims per held-out task (notebook 13, section 1b)
 
 
 def _read(results: str | Path, preset: str) -> _Read:
@@ -158,6 +161,8 @@ def _read(results: str | Path, preset: str) -> _Read:
     out = _Read(preset, params, reproducibility=reproducibility(results))
     if (kept := results / DECLARED.format(preset=preset)).is_file():
         out.declared = pd.read_parquet(kept)
+    if (kept := results / PER_TASK.format(preset=preset)).is_file():
+        out.per_task = pd.read_parquet(kept)
     runs = _train_runs(results, preset, seeds)
     paragraphs, tables = out.paragraphs, out.tables
     for notebook, d in declared_claims(results, preset).items():  # every notebook's, new ablations' too
@@ -258,6 +263,15 @@ def declared_sentence(declared: pd.DataFrame, seeds) -> str:
             f"{' / '.join(head.verdict_holm)} after Holm).")
 
 
+def tasks_sentence(per_task: pd.DataFrame) -> str:
+    """The held-out tasks every seed is scored on, and how far WMRL against GRPO varies across them."""
+    tasks = sorted(set(per_task.task))
+    head = per_task[per_task.comparison == "wmrl - grpo"]
+    spread = (f"; per task, {head.claim.iloc[0]} ({head.comparison.iloc[0]}) runs from {head['mean'].min():.1f} to "
+              f"{head['mean'].max():.1f} points (section 1b)" if len(head) else "")
+    return f"Every seed is scored on the same {len(tasks)} held-out tasks ({', '.join(tasks)}){spread}."
+
+
 def redeclared_sentence(tables: dict, params: dict) -> str:
     """Where notebook 15's family, declared again at seeds no run had used, stands."""
     where = f"notebook 15, seeds {_span(params['REDECLARED_SEEDS'])}"
@@ -326,7 +340,8 @@ def _render_results(read: _Read) -> str:
                    f"{len(params['PRIMARY_LOOKS'])} looks: late held-out Avg, Holm's verdicts at each look's level. "
                    + ("The exploratory rerun, with the world model fitted on tasks no run uses; the declared runs' "
                       "verdicts are above and in the notebook's section 0 " if read.declared is not None else "")
-                   + f"([notebook](notebooks/{PRIMARY}.ipynb), [figure](figures/{PRIMARY}.png))."), ""]
+                   + f"([notebook](notebooks/{PRIMARY}.ipynb), [figure](figures/{PRIMARY}.png))."
+                   + (f" {tasks_sentence(read.per_task)}" if read.per_task is not None else "")), ""]
     else:
         lines += [PRIMARY_HEADING, "",
                   "Table 1: WMRL, GRPO and a pure world model ([figure](figures/01_main_table.png)).", ""]
