@@ -182,3 +182,17 @@ def test_the_declared_runs_verdicts_are_their_commits_and_the_kept_table_is_them
     pd.testing.assert_frame_equal(primary.declared_verdicts(cfg), kept)
     assert (tmp_path / "primary" / "small" / "declared.parquet.provenance.json").is_file()
     assert primary.declared_verdicts(SimpleNamespace(preset="smoke", results_dir=tmp_path)) is None
+
+
+def test_each_late_claim_per_held_out_task_is_paired_over_seeds(tmp_path):
+    def evals(step, a, b):
+        return [(step, "t1", "tab", a), (step, "t2", "img", b)]
+
+    rows = []
+    for seed, (g1, w1) in enumerate([(0.4, 0.5), (0.6, 0.5), (0.5, 0.8)]):
+        rows.append(_run(tmp_path / f"g{seed}", "grpo", seed, evals(4, g1, 0.2), [(0, "execution", 1.0, 1.0)]))
+        rows.append(_run(tmp_path / f"w{seed}", "wmrl", seed, evals(4, w1, 0.3), [(0, "world_model", 1.0, 1.0)]))
+    found = primary.per_task(pd.DataFrame(rows), steps=4, claims=[c for c in primary.PRIMARY if c.id == "P-C1"])
+    t1 = found.set_index("task").loc["t1"]
+    assert t1["mean"] == pytest.approx(100 * np.mean([0.1, -0.1, 0.3])) and t1.seeds == 3
+    assert found.set_index("task").loc["t2", "mean"] == pytest.approx(10.0)  # late steps >= 3: step 4 only

@@ -303,3 +303,14 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md", tmp_path)
     assert f"**In short.** One.\n\n{brief}\n{results_page.README_END}" in (tmp_path / "README.md").read_text()
+
+
+def test_the_primary_section_names_the_held_out_tasks_and_the_spread_of_wmrl_against_grpo_over_them():
+    import pandas as pd
+
+    per_task = pd.DataFrame({"claim": ["P-C1", "P-C1", "P-C0"], "comparison": ["wmrl - grpo", "wmrl - grpo", "x - y"],
+                             "task": ["b_task", "a_task", "a_task"], "mean": [-7.7, 3.3, 30.0]})
+    assert results_page.tasks_sentence(per_task) == (
+        "Every seed is scored on the same 2 held-out tasks (a_task, b_task); per task, P-C1 (wmrl - grpo) runs from "
+        "-7.7 to 3.3 points (section 1b).")
+    assert "Every seed is scored on the same 7 held-out tasks" in (RESULTS.parent / "RESULTS.md").read_text()
