@@ -115,3 +115,14 @@ def test_the_vla_runs_say_what_is_done_running_and_left_timed_by_the_committed_o
     assert "[runs] 2 to train, 1 at once: vla grpo seed 0, vla wmrl seed 0; 0 of 2 runs done, about " in err
     assert "[runs] training vla wmrl seed 0 (2 of 2); left after it: none; 1 of 2 runs done" in err
     assert "[runs] vla wmrl seed 0 done in 0 s; all 2 runs done" in err
+
+
+
+def test_a_long_batch_names_the_next_runs_and_counts_the_rest():
+    import io
+
+    from wmrl.progress import NEXT_SHOWN, RunCounter
+
+    out = io.StringIO()
+    RunCounter([f"r seed {k}" for k in range(8)], stream=out).start(0)
+    assert f"left after it: r seed 1, r seed 2, r seed 3 and {7 - NEXT_SHOWN} more;" in out.getvalue()

@@ -50,6 +50,9 @@ def duration(seconds: float) -> str:
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
+NEXT_SHOWN = 3  # the runs a start line names next; the rest are counted
+
+
 class RunCounter:
     """One line on stderr as each run of a batch starts and ends: runs done, the one running, those left, time left.
 
@@ -107,8 +110,10 @@ class RunCounter:
         """Run ``i`` begins: say which are done, which runs and which are left."""
         self.started[i] = self.clock()
         waiting = [self.labels[j] for j in range(len(self.labels)) if j not in self.took and j not in self.started]
+        shown = ", ".join(waiting[:NEXT_SHOWN]) + (f" and {len(waiting) - NEXT_SHOWN} more" if len(waiting) > NEXT_SHOWN
+                                                   else "")
         self._say(f"[runs] training {self.labels[i]} ({len(self.took) + 1} of {len(self.labels)}); "
-                  f"left after it: {', '.join(waiting) or 'none'}; {self._status()}")
+                  f"left after it: {shown or 'none'}; {self._status()}")
 
     def finish(self, i: int, seconds: float | None = None) -> None:
         """Run ``i`` has finished, in ``seconds`` (default: since its :meth:`start`): say it and what is left."""
