@@ -62,7 +62,7 @@ __all__ = [
     "Look",
     "declared_verdicts",
     "family_runs",
-    "late_average",
+    "late_average", "late_evals",
     "late_steps",
     "looks",
     "obf_levels",
@@ -100,18 +100,20 @@ def late_steps(steps: int) -> int:
     return steps // 2 + 1
 
 
-def late_average(runs: pd.DataFrame, steps: int, scale: float = 1.0) -> pd.Series:
-    """Per run (``runs``' index), the mean held-out Avg of its evaluations at steps >= :func:`late_steps`.
+def late_evals(runs: pd.DataFrame, steps: int) -> pd.DataFrame:
+    """The rows of ``runs``' ``eval.parquet`` the late Avg counts: each run's evaluations at steps >=
+    :func:`late_steps`, or all of them for a run with none there (the untrained arm, evaluated once at step 0)."""
+    evals = load_table(runs, "eval")
+    late = evals[evals.step >= late_steps(steps)]
+    once = evals[~evals.set_index(["arm", "seed"]).index.isin(late.set_index(["arm", "seed"]).index)]
+    return pd.concat([late, once])
 
-    A run with no evaluation there (the untrained arm, evaluated once at step 0) takes the mean of
-    all its evaluations. ``scale`` as in :func:`~wmrl.experiments.curves.learning_curves` (1: a fraction).
-    """
-    by_step = heldout_avg(load_table(runs, "eval"), scale)
-    first = late_steps(steps)
-    late = by_step[by_step.step >= first].groupby(["arm", "seed"]).avg.mean()
-    every = by_step.groupby(["arm", "seed"]).avg.mean()
-    keys = list(zip(runs.arm, runs.seed))
-    return pd.Series([late.get(k, every.get(k, np.nan)) for k in keys], index=runs.index, name="late_avg")
+
+def late_average(runs: pd.DataFrame, steps: int, scale: float = 1.0) -> pd.Series:
+    """Per run (``runs``' index), the mean held-out Avg of its :func:`late_evals`. ``scale`` as in
+    :func:`~wmrl.experiments.curves.learning_curves` (1: a fraction)."""
+    late = heldout_avg(late_evals(runs, steps), scale).groupby(["arm", "seed"]).avg.mean()
+    return pd.Series([late.get(k, np.nan) for k in zip(runs.arm, runs.seed)], index=runs.index, name="late_avg")
 
 
 #: The family: the late Avg claims read the ``late_avg`` column (:func:`late_average`), P-C3 the learning curves.
@@ -261,10 +263,7 @@ def per_task(runs: pd.DataFrame, steps: int, claims) -> pd.DataFrame:
     these show how the claim varies across tasks; the seed stays the unit of each interval."""
     from wmrl.experiments.stats import mean_ci
 
-    evals = load_table(runs, "eval")
-    late = evals[evals.step >= late_steps(steps)]
-    once = evals[~evals.set_index(["arm", "seed"]).index.isin(late.set_index(["arm", "seed"]).index)]
-    scores = pd.concat([late, once]).groupby(["arm", "seed", "task", "category"]).percentile.mean().mul(100)
+    scores = late_evals(runs, steps).groupby(["arm", "seed", "task", "category"]).percentile.mean().mul(100)
     rows = []
     for c in (c for c in claims if c.col == "late_avg"):
         diff = (scores.xs(c.a, level="arm") - scores.xs(c.b, level="arm")).dropna()

@@ -50,12 +50,11 @@ import pandas as pd
 from scipy import stats as sps
 
 try:  # the same estimand and alpha spending as notebook 13's family; a notebook imports its helpers from beside it
-    from _primary import late_average, late_steps, looks, obf_levels
+    from _primary import late_average, late_evals, late_steps, looks, obf_levels
 except ModuleNotFoundError:  # imported as a module of the repository (the tests)
-    from notebooks._primary import late_average, late_steps, looks, obf_levels  # noqa: F401
+    from notebooks._primary import late_average, late_evals, late_steps, looks, obf_levels  # noqa: F401
 from wmrl.experiments import paper
 from wmrl.experiments.claims import Claim, evaluate_claims
-from wmrl.experiments.collect import load_table
 from wmrl.experiments.curves import learning_curves
 from wmrl.experiments.stats import holm, tost_p
 
@@ -209,12 +208,7 @@ def seeds_to_resolve(values, margin: float = MARGIN, alpha: float = 0.05, most: 
 def late_task_scores(runs: pd.DataFrame, steps: int, scale: float = 100.0) -> dict[str, np.ndarray]:
     """Per arm, the ``(seeds, tasks)`` matrix of each held-out task's late percentile (the late Avg's
     evaluations; the untrained policy's one), seeds and tasks sorted, for :mod:`wmrl.experiments.aggregates`."""
-    evals = load_table(runs, "eval")
-    first = late_steps(steps)
-    late = evals[evals.step >= first]
-    late = pd.concat([late, evals[~evals.set_index(["arm", "seed"]).index.isin(
-        late.set_index(["arm", "seed"]).index)]])  # a run evaluated only before the late window (untrained)
-    table = late.groupby(["arm", "seed", "task"]).percentile.mean().mul(scale)
+    table = late_evals(runs, steps).groupby(["arm", "seed", "task"]).percentile.mean().mul(scale)
     return {arm: table.xs(arm, level="arm").unstack("task").sort_index().to_numpy()
             for arm in ARMS if arm in table.index.get_level_values("arm")}
 
