@@ -22,6 +22,15 @@ def write_run(root: Path, arm: str, seed: int, evals: dict[int, float], step_cos
     return {"arm": arm, "seed": seed, "dir": str(d), "avg": final, "total_charged_s": step_cost * steps}
 
 
+def write_tables(folder: Path, arm: str, seed: int, evals, ledger) -> dict:
+    """A run folder from rows: ``evals`` as ``(step, task, category, percentile)``, ``ledger`` as ``(step,
+    component, charged_s, actual_s)``; returns its row of a runs frame."""
+    folder.mkdir(parents=True)
+    pd.DataFrame(evals, columns=["step", "task", "category", "percentile"]).to_parquet(folder / "eval.parquet")
+    pd.DataFrame(ledger, columns=["step", "component", "charged_s", "actual_s"]).to_parquet(folder / "ledger.parquet")
+    return {"arm": arm, "seed": seed, "dir": str(folder)}
+
+
 def fake_campaign(root: Path) -> pd.DataFrame:
     """untrained / grpo / wmrl at seeds 0 and 1; at seed 1 wmrl never reaches grpo's final score."""
     rows = []

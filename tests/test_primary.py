@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from _fake_runs import write_tables
 from notebooks import _primary as primary
 from wmrl.experiments.claims import Claim, MatchedCompute
 
@@ -42,24 +43,17 @@ def test_looks_take_the_first_seeds_of_each_batch_and_refuse_sizes_that_do_not_e
         primary.looks(range(6, 18), [8, 10])
 
 
-def _run(folder, arm, seed, evals, ledger):
-    folder.mkdir(parents=True)
-    pd.DataFrame(evals, columns=["step", "task", "category", "percentile"]).to_parquet(folder / "eval.parquet")
-    pd.DataFrame(ledger, columns=["step", "component", "charged_s", "actual_s"]).to_parquet(folder / "ledger.parquet")
-    return {"arm": arm, "seed": seed, "dir": str(folder)}
-
-
 def test_late_average_and_matched_compute_on_hand_built_runs(tmp_path):
     # Two tasks of two categories; held-out Avg at a step = the mean of the two percentiles.
     def evals(pairs):
         return [row for step, (a, b) in pairs.items() for row in ((step, "t1", "tab", a), (step, "t2", "img", b))]
 
-    rows = [_run(tmp_path / "u", "untrained", 0, evals({0: (0.2, 0.2)}), [(0, "generation", 0.0, 0.0)]),
+    rows = [write_tables(tmp_path / "u", "untrained", 0, evals({0: (0.2, 0.2)}), [(0, "generation", 0.0, 0.0)]),
             # grpo: 10 charged seconds a step, Avg 0.2 -> 0.4 at step 2 -> 0.6 at step 4
-            _run(tmp_path / "g", "grpo", 0, evals({2: (0.4, 0.4), 4: (0.6, 0.6)}),
+            write_tables(tmp_path / "g", "grpo", 0, evals({2: (0.4, 0.4), 4: (0.6, 0.6)}),
                  [(s, "execution", 10.0, 10.0) for s in range(4)]),
             # wmrl: 1 s a step, Avg 0.3 at step 2, 0.5 at step 3 and 0.7 at step 4
-            _run(tmp_path / "w", "wmrl", 0, evals({2: (0.3, 0.3), 3: (0.4, 0.6), 4: (0.7, 0.7)}),
+            write_tables(tmp_path / "w", "wmrl", 0, evals({2: (0.3, 0.3), 3: (0.4, 0.6), 4: (0.7, 0.7)}),
                  [(s, "world_model", 1.0, 1.0) for s in range(4)])]
     runs = pd.DataFrame(rows)
     late = primary.late_average(runs, steps=4)  # steps >= 3
@@ -190,8 +184,8 @@ def test_each_late_claim_per_held_out_task_is_paired_over_seeds(tmp_path):
 
     rows = []
     for seed, (g1, w1) in enumerate([(0.4, 0.5), (0.6, 0.5), (0.5, 0.8)]):
-        rows.append(_run(tmp_path / f"g{seed}", "grpo", seed, evals(4, g1, 0.2), [(0, "execution", 1.0, 1.0)]))
-        rows.append(_run(tmp_path / f"w{seed}", "wmrl", seed, evals(4, w1, 0.3), [(0, "world_model", 1.0, 1.0)]))
+        rows.append(write_tables(tmp_path / f"g{seed}", "grpo", seed, evals(4, g1, 0.2), [(0, "execution", 1.0, 1.0)]))
+        rows.append(write_tables(tmp_path / f"w{seed}", "wmrl", seed, evals(4, w1, 0.3), [(0, "world_model", 1.0, 1.0)]))
     found = primary.per_task(pd.DataFrame(rows), steps=4, claims=[c for c in primary.PRIMARY if c.id == "P-C1"])
     t1 = found.set_index("task").loc["t1"]
     assert t1["mean"] == pytest.approx(100 * np.mean([0.1, -0.1, 0.3])) and t1.seeds == 3

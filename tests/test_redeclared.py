@@ -9,18 +9,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from _fake_runs import write_tables
 from notebooks import _redeclared as design
 from wmrl.experiments.claims import Claim
 from wmrl.presets import notebook_params
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
-
-
-def _run(folder, arm, seed, evals, ledger):
-    folder.mkdir(parents=True)
-    pd.DataFrame(evals, columns=["step", "task", "category", "percentile"]).to_parquet(folder / "eval.parquet")
-    pd.DataFrame(ledger, columns=["step", "component", "charged_s", "actual_s"]).to_parquet(folder / "ledger.parquet")
-    return {"arm": arm, "seed": seed, "dir": str(folder)}
 
 
 def _evals(by_step):
@@ -30,9 +24,9 @@ def _evals(by_step):
 def _curves(tmp_path, wmrl_final, wmrl_cost):
     """untrained 0.2; grpo 10 s a step: 0.3 at step 1, 0.45 at 2, 0.6 at 4; wmrl ``wmrl_cost`` s a step, 4 steps."""
     return pd.DataFrame([
-        _run(tmp_path / "u", "untrained", 0, _evals({0: 0.2}), [(0, "generation", 0.0, 0.0)]),
-        _run(tmp_path / "g", "grpo", 0, _evals({1: 0.3, 2: 0.45, 4: 0.6}), [(s, "execution", 10.0, 10.0) for s in range(4)]),
-        _run(tmp_path / "w", "wmrl", 0, _evals({2: 0.4, 4: wmrl_final}), [(s, "world_model", wmrl_cost, 0.0) for s in range(4)]),
+        write_tables(tmp_path / "u", "untrained", 0, _evals({0: 0.2}), [(0, "generation", 0.0, 0.0)]),
+        write_tables(tmp_path / "g", "grpo", 0, _evals({1: 0.3, 2: 0.45, 4: 0.6}), [(s, "execution", 10.0, 10.0) for s in range(4)]),
+        write_tables(tmp_path / "w", "wmrl", 0, _evals({2: 0.4, 4: wmrl_final}), [(s, "world_model", wmrl_cost, 0.0) for s in range(4)]),
     ])
 
 
