@@ -140,7 +140,7 @@ print(stats.arm_table(runs, ARMS, {"late Avg (%)": ("late_avg", 100, 1), "final 
 
 # %% tags=["nbval-check-output"]
 PER_TASK = primary.per_task(runs, STEPS, CLAIMS)
-nb.save_results(PER_TASK, "per_task", cfg, f"primary/{cfg.preset}")  # what RESULTS.md names
+nb.save_results(PER_TASK, "per_task", cfg, f"primary/{cfg.preset}", keep_unchanged=True)  # what RESULTS.md names
 print(PER_TASK.assign(shown=[stats.fmt_ci(m, lo, hi) for m, lo, hi in zip(PER_TASK["mean"], PER_TASK.lo, PER_TASK.hi)])
       .pivot(index=["category", "task"], columns="claim", values="shown").to_string())
 
@@ -210,7 +210,8 @@ for c in CLAIMS:
                      "hours, 2 cores": round(n * per_seed_s / 3600, 1),
                      "hours, 32 cores": round(n * per_seed_s / 3600 / 16, 1)})
 SIZING = pd.DataFrame(rows)
-nb.save_results(SIZING, "seeds_needed", cfg, f"primary/{cfg.preset}")  # the one sizing the pages quote
+# the one sizing the pages quote
+nb.save_results(SIZING, "seeds_needed", cfg, f"primary/{cfg.preset}", keep_unchanged=True)
 print(f"the four arms of one seed train in {per_seed_s / 60:.1f} min on this machine")
 print(SIZING.to_string(index=False))
 
