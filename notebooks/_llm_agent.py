@@ -273,10 +273,11 @@ def _sentences(final, arms, by_task, steps, compute, fidelity, counts, confusion
         real = steps.groupby("arm", sort=False).real_ok_rate.mean().dropna()
         out.append("Executed training trajectories with a turn that ran ok (mean over steps): "
                    + ", ".join(f"{a} {100 * v:.0f}%" for a, v in real.items()) + ".")
-    for cid, r in by_task.iterrows():
-        out.append(f"Over {r.pairs} held-out task pairs, {r.comparison} is {r['over tasks (95% CI)']} points "
-                   f"({r['first ahead']} ahead, {r.tied} tied, {r['second ahead']} behind; {r['verdict over tasks']} "
-                   f"over tasks, {cid}).")
+    if len(by_task):
+        pooled = [f"{r.comparison} {r['over tasks (95% CI)']} points ({r['first ahead']} ahead, {r.tied} tied, "
+                  f"{r['second ahead']} behind; {r['verdict over tasks']}, {cid})" for cid, r in by_task.iterrows()]
+        pairs = "/".join(str(n) for n in by_task.pairs.unique())
+        out.append(f"Over {pairs} held-out task pairs, the tasks of every seed pooled: " + "; ".join(pooled) + ".")
     if len(compute):
         shares = ", ".join(f"{a} {s:.0%}" for a, s in compute["generation share"].items())
         out.append(f"Generation's share of the measured training compute: {shares}.")

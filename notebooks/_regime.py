@@ -315,14 +315,16 @@ def regime_findings(preq: pd.DataFrame, spread: pd.DataFrame, from_step: int) ->
     :func:`spread_summary`'s, from step ``from_step`` on.
     """
     ratio = relative_to_identity(preq)
-    parts = []
+    whole, late = [], []
     for k, d in ratio[ratio.first_fit != NEVER].groupby("first_fit"):
         m, lo, hi = mean_ci(d.mse)
-        late = fmt_ci(*mean_ci(d.mse_late), 2)
-        parts.append(f"after {k} pairs, {fmt_ci(m, lo, hi, 2)} times the raw scores' over the whole run "
-                     f"({_ratio_words(lo, hi, 'lower', 'higher')}; {late} in its second half)")
-    out = [f"Refit on the anchor pairs of {int((preq.first_fit == NEVER).sum())} runs with both streams, the squared error of the "
-           "calibrated scores against the real rewards with Online Debiasing's first fit " + "; ".join(parts) + "."]
+        whole.append(f"{fmt_ci(m, lo, hi, 2)} after {k} pairs ({_ratio_words(lo, hi, 'lower', 'higher')})")
+        late.append((k, fmt_ci(*mean_ci(d.mse_late), 2)))
+    halves = (f"{late[0][1]} whatever the first fit" if len({v for _, v in late}) == 1
+              else ", ".join(f"{v} after {k} pairs" for k, v in late))
+    out = [f"Refit on the anchor pairs of {int((preq.first_fit == NEVER).sum())} runs with both streams, the calibrated "
+           "scores' squared error against the real rewards, as a multiple of the raw scores', is over the whole run "
+           + ", ".join(whole) + f" with Online Debiasing's first fit after that many pairs; in the run's second half, {halves}."]
     by = spread.groupby("arm")
     if "od" in by.groups:
         od = by.get_group("od")
