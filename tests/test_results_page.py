@@ -3,6 +3,7 @@ written identically from unchanged results."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -303,6 +304,24 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md", tmp_path)
     assert f"**In short.** One.\n\n{brief}\n{results_page.README_END}" in (tmp_path / "README.md").read_text()
+
+
+def test_an_agreement_measured_on_an_earlier_record_says_so(tmp_path):
+    folder = tmp_path / "executions"
+    folder.mkdir()
+    for campaign, data in (("dial", b"dial runs"), ("primary", b"primary runs")):
+        (folder / f"{campaign}.jsonl.gz").write_bytes(data)
+        (folder / f"{campaign}.agreement.json").write_text(json.dumps(
+            {"runs": 30, "within_1pt": 4, "median_abs_delta": 3.26, "verdicts": 9, "verdicts_changed": [],
+             "scripts": None, "outcomes_changed": None, "record_sha256": hashlib.sha256(data).hexdigest()}))
+    assert "(dial) and 4 of 30 (primary) runs came within 1 point" in results_page.reproducibility(tmp_path, brief=True)
+    (folder / "primary.jsonl.gz").write_bytes(b"primary runs, some retrained since")
+    brief = results_page.reproducibility(tmp_path, brief=True)
+    assert "4 of 30 (dial) and 4 of 30 (primary, an earlier record) runs came within 1 point" in brief
+    text = results_page.reproducibility(tmp_path)
+    assert "Retrained fresh, 4 of the dial campaign's 30 runs came within 1 point" in text
+    assert ("Retrained fresh, 4 of the 30 runs of an earlier record of the primary campaign (runs were retrained into "
+            "it since) came within 1 point") in text
 
 
 def test_the_primary_section_names_the_held_out_tasks_and_the_spread_of_wmrl_against_grpo_over_them():

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from wmrl import record
 from wmrl.campaigns import CAMPAIGNS, selection
 from wmrl.experiments import claims, noise
 from wmrl.experiments.collect import load_runs
@@ -183,7 +184,8 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     """One paragraph on how far the committed runs reproduce: which campaigns carry their execution record
     (``results/executions/<campaign>.jsonl.gz``, replayable to the bit but for float32 rounding), and how
     each one's last fresh retraining agreed with the runs it replaced (``<campaign>.agreement.json``, kept by
-    ``python -m wmrl.reproduce``); "" when no campaign carries a record. ``brief``: the README's two sentences."""
+    ``python -m wmrl.reproduce``; one whose record has changed since, with runs retrained into it, is said to be
+    an earlier record's); "" when no campaign carries a record. ``brief``: the README's two sentences."""
     folder = Path(results) / "executions"
     recorded = sorted(p.name.removesuffix(".jsonl.gz") for p in folder.glob("*.jsonl.gz"))
     if not recorded:
@@ -192,9 +194,13 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     # campaigns with committed runs but no record (one declared before its first look has neither)
     others = [c for c, campaign in CAMPAIGNS.items()
               if c not in recorded and not campaign.unrecorded and selection(c, results, REDRAW_PRESET)]
+    kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
+    earlier = {c for c, a in kept.items()  # runs added to or replaced in the record since its retraining
+               if a.get("record_sha256") not in (None, record.digest(folder / f"{c}.jsonl.gz"))}
     if brief:
-        kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
-        within = _listed([f"{a['within_1pt']} of {a['runs']}" + (f" ({c})" if len(kept) > 1 else "")
+        within = _listed([f"{a['within_1pt']} of {a['runs']}"
+                          + (f" ({c}{', an earlier record' if c in earlier else ''})" if len(kept) > 1
+                             else " (an earlier record)" if c in earlier else "")
                           for c, a in kept.items()])
         changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
         fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
@@ -219,13 +225,11 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
                 "into another episode, sees the same states and actions wherever it runs (checked under other "
                 "torch, MKL, OpenBLAS and NumPy code paths; glibc's trigonometry, which MuJoCo calls, differs on "
                 "CPUs without FMA)." if "core" in recorded else ""))]
-    for campaign in recorded:
-        path = folder / f"{campaign}.agreement.json"
-        if not path.is_file():
-            continue
-        a = json.loads(path.read_text())
+    for campaign, a in kept.items():
         changed = a["verdicts_changed"]
-        sentence = (f"Retrained fresh, {a['within_1pt']} of the {campaign} campaign's {a['runs']} runs came within 1 "
+        runs = (f"the {a['runs']} runs of an earlier record of the {campaign} campaign (runs were retrained into it "
+                "since)" if campaign in earlier else f"the {campaign} campaign's {a['runs']} runs")
+        sentence = (f"Retrained fresh, {a['within_1pt']} of {runs} came within 1 "
                     f"point of the held-out Avg of the runs they replaced (median absolute difference "
                     f"{a['median_abs_delta']:.1f} points) and {len(changed)} of its {a['verdicts']} verdicts changed"
                     + (f" ({'; '.join(changed)})" if changed else ""))
