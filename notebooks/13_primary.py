@@ -53,7 +53,7 @@
 MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train the looks the rule asks for, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's PRIMARY_SEEDS
-PRIMARY_LOOKS = None  # None: the preset's; the number of seeds at each look, the last being all SEEDS
+PRIMARY_LOOKS = None  # seeds at each look, the last being all SEEDS; None: the preset's (given SEEDS: one look)
 LAST_LOOK = None  # train at most up to this look (None: as many as the stopping rule asks for)
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
@@ -66,7 +66,8 @@ from wmrl.presets import run_config
 cfg = nb.check_params(globals(), notebook="13_primary", keys=("PRIMARY_LOOKS",), results_subdir=f"train/{PRESET}",
                       seeds_key="PRIMARY_SEEDS")
 STEPS = run_config("wmrl", cfg.preset).train.steps
-DESIGN = primary.looks(cfg.seeds, cfg["PRIMARY_LOOKS"])
+LOOK_SIZES = cfg["PRIMARY_LOOKS"] if SEEDS is None or PRIMARY_LOOKS is not None else [len(cfg.seeds)]
+DESIGN = primary.looks(cfg.seeds, LOOK_SIZES)
 CLAIMS = primary.PRIMARY
 ARMS = list(primary.PRIMARY_ARMS)
 for look in DESIGN:
