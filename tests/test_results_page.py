@@ -174,7 +174,13 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
     text = (tmp_path / "README.md").read_text()
     assert "**In short.** One.\n\n**The language-model agent** (" in text
-    assert "and seeds: grpo - sft = 25.7 [9.8, 41.6] (reproduced).\n" in text and "28.7" not in text
+    assert ("paired by seed: grpo - sft = 28.7 [-21.5, 78.8] (inconclusive). Its declared analysis over held-out "
+            "tasks and seeds, which counts the tasks within a seed as independent, also calls grpo - sft = 25.7 "
+            "[9.8, 41.6] reproduced.\n") in text
+    agreeing = llm.replace("| inconclusive | 25.7", "| reproduced | 25.7").replace("[-21.5,", "[1.5,")
+    (tmp_path / "page.md").write_text((tmp_path / "page.md").read_text().replace(llm, agreeing))
+    results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
+    assert "paired by seed: grpo - sft = 28.7 [1.5, 78.8] (reproduced).\n" in (tmp_path / "README.md").read_text()
 
 
 def test_the_summary_counts_verdicts_and_names_the_claims():
