@@ -7,6 +7,13 @@ alternately, ``--repeats`` times each in one sitting, so that a drift of the mac
 both. Each command's wall time counts everything a user waits for: start-up, Ray's own, the runs and
 writing their folders. The ratio is paired (Ray's time over the local time of the same round) and
 its median is what ``results/bench/ray_overhead.json`` reports, with every time and its provenance.
+
+Ray's cost splits into a fixed part, its start-up and shutdown (timed on its own each round: ``ray.init``
+and ``ray.shutdown`` with the same CPUs), and a part per wave of runs trained side by side (shipping the
+tasks, fresh worker processes, returning the run folders and their records):
+``(ray - local - start-up) / waves``, the median over rounds. The two extrapolate the ratio to a campaign
+of longer runs (:func:`ratio_for`). A first round, untimed, warms
+the caches both paths read (the pool's data, imported modules).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from pathlib import Path
 
 from wmrl.provenance import REPO, provenance, write_json_atomic
 
-__all__ = ["main", "paired_ratios"]
+__all__ = ["main", "paired_ratios", "per_wave_overhead", "ratio_for"]
 
 OUT = REPO / "results" / "bench" / "ray_overhead.json"
 
@@ -33,6 +40,38 @@ def paired_ratios(ray_s: list[float], local_s: list[float]) -> list[float]:
     if len(ray_s) != len(local_s) or not ray_s:
         raise ValueError(f"need as many Ray as local times, at least one each; got {len(ray_s)} and {len(local_s)}")
     return [r / loc for r, loc in zip(ray_s, local_s)]
+
+
+def per_wave_overhead(ray_s: list[float], local_s: list[float], startup_s: list[float], waves: int) -> float:
+    """Ray's seconds per wave of runs beyond its start-up: the median over rounds of ``(ray - local - start-up) /
+    waves``, a wave being the runs trained side by side."""
+    if not (len(ray_s) == len(local_s) == len(startup_s) > 0) or waves < 1:
+        raise ValueError("need as many Ray, local and start-up times, at least one each, and at least one wave")
+    return statistics.median((r - loc - s) / waves for r, loc, s in zip(ray_s, local_s, startup_s))
+
+
+def ratio_for(run_s: float, runs: int, at_once: int, startup_s: float, per_wave_s: float) -> float:
+    """Ray's wall time over the local pool's for ``runs`` runs of ``run_s`` seconds, ``at_once`` at a time: the
+    local time ``ceil(runs / at_once) * run_s``, plus the start-up once and the cost of each wave."""
+    waves = -(-runs // at_once)
+    local = waves * run_s
+    return (local + startup_s + waves * per_wave_s) / local
+
+
+def _python_s(code: str) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+    return time.perf_counter() - t0
+
+
+def _startup(args) -> float:
+    """Ray's fixed cost: importing it, starting it with the campaign's CPUs and shutting it down, over a bare
+    interpreter's start (which both commands pay)."""
+    ray = _python_s(f"import ray; ray.init(num_cpus={args.jobs}, include_dashboard=False, log_to_driver=False); "
+                    "ray.shutdown()")
+    return ray - _python_s("pass")
 
 
 def _timed(executor: str, args) -> float:
@@ -59,19 +98,26 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
-    local, ray = [], []
+    _timed(f"local:{args.jobs}", args)  # warm-up, not counted
+    local, ray, startup = [], [], []
     for k in range(args.repeats):
         local.append(_timed(f"local:{args.jobs}", args))
         ray.append(_timed("ray", args))
-        print(f"round {k + 1}: local {local[-1]:.1f} s, ray {ray[-1]:.1f} s", flush=True)
+        startup.append(_startup(args))
+        print(f"round {k + 1}: local {local[-1]:.1f} s, ray {ray[-1]:.1f} s, Ray's start-up {startup[-1]:.1f} s",
+              flush=True)
     ratios = paired_ratios(ray, local)
+    waves = -(-len(args.arms) * len(args.seeds) // args.jobs)
+    per_wave = per_wave_overhead(ray, local, startup, waves)
     write_json_atomic(args.out, {
         "campaign": {"arms": args.arms, "seeds": args.seeds, "preset": args.preset, "runs_at_once": args.jobs},
-        "local_s": local, "ray_s": ray, "ratio_ray_over_local": ratios,
-        "median_ratio": statistics.median(ratios),
+        "local_s": local, "ray_s": ray, "startup_s": startup, "ratio_ray_over_local": ratios,
+        "median_ratio": statistics.median(ratios), "median_startup_s": statistics.median(startup),
+        "per_wave_overhead_s": per_wave,
         "provenance": {**provenance(), "command": "python -m bench.ray_overhead " + " ".join(
             sys.argv[1:] if argv is None else argv)}})
-    print(f"median Ray / local wall time: {statistics.median(ratios):.3f} ({args.out})")
+    print(f"median Ray / local wall time: {statistics.median(ratios):.3f}; Ray's start-up "
+          f"{statistics.median(startup):.1f} s, {per_wave:.1f} s per wave of runs beyond it ({args.out})")
     return 0
 
 

@@ -71,7 +71,7 @@ from sklearn.isotonic import IsotonicRegression
 from _vla import vla_hacking  # beside this notebook
 from wmrl.arms import get_arm
 from wmrl.experiments import claims, paper, plots, stats
-from wmrl.experiments.collect import load_vla_runs
+from wmrl.experiments.collect import ensure_vla_runs
 from wmrl.vla.config import TASKS, vla_config
 from wmrl.vla.results import history_table, pairs_table, result_path, runs_table
 
@@ -109,7 +109,7 @@ TABLE3_ARMS = [a for a in paper.ABLATION_ARMS if a != "wmrl"]  # mix, ivd, od: T
 
 # %%
 print(pd.json_normalize(vla_config("wmrl", cfg.preset).to_dict(), sep=".").T.to_string(header=False))
-found = load_vla_runs(cfg, cfg["VLA_ARMS"], required=[a for a in cfg["VLA_ARMS"] if a in TABLE2.index],
+found = ensure_vla_runs(cfg, cfg["VLA_ARMS"], required=[a for a in cfg["VLA_ARMS"] if a in TABLE2.index],
                       workers=cfg["VLA_WORKERS"])
 runs, hist, pairs = runs_table(found), history_table(found), pairs_table(found)
 ARMS = list(dict.fromkeys(runs.arm))  # Table 2's rows + those trained at every seed

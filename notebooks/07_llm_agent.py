@@ -216,8 +216,9 @@ with pd.option_context("display.width", 250, "display.max_colwidth", 70):
 # tasks and seeds at the final evaluation (`llm_agent.task_paired`), the mean with its 95%
 # interval over the (task, seed) pairs, the p-value, and the verdict after Holm's correction
 # within the L1 family (`_llm_agent.LLM_LEARNS`; L0 and L2-L4 are corrected as a second family).
-# The pairs of one seed share its training runs, so this interval is over the tasks and seeds
-# the agent is scored on, given those runs.
+# The pairs of one seed share its training runs, so they are not independent replicates: this
+# interval is over the tasks and seeds the agent is scored on, given those runs, and is too narrow
+# for a claim about training. The seed-paired verdicts above are the ones that hold.
 
 # %% tags=["nbval-check-output"]
 if len(r.by_task):

@@ -23,7 +23,7 @@
 # 1. **The first fit.** The paper keeps the identity map until 200 anchor pairs and refits after
 #    every 64 (Sec. 3.4). A small run has 64 anchor pairs in all (16 steps × one anchor group of 4),
 #    so the preset fits after 16 pairs and refits every 8: an isotonic map on 16 points. What does
-#    fitting that early cost? Read twice: (a) replayed on the logged anchor pairs of every run with
+#    fitting that early cost? Read twice: (a) refit on the logged anchor pairs of every run with
 #    both streams, the squared error of the calibrated score $\hat f(\hat r)$ against the real reward
 #    under other first fits, prequentially (each step calibrated by the map fitted on the earlier
 #    steps only, as the trainer does; `_regime.prequential_calibration`); the
@@ -48,14 +48,14 @@
 #
 # | runs | what | tag |
 # |---|---|---|
-# | `od`, `mix` (and `ivd`, `wmrl` for the replay) | the default runs of notebooks 01-02 | |
+# | `od`, `mix` (and `ivd`, `wmrl` for the refit) | the default runs of notebooks 01-02 | |
 # | `od~first_fit-K` | `od` with `method.od_min_pairs = K` | `first_fit-K` |
 # | `mix~std`, `ivd~std`, `od~std`, `wmrl~std` | Table 3's rows with std-normalised advantages | `std` |
 # | `ivd~warmup_K` | `ivd` with `method.ivd_warmup_groups = K` | `warmup_K` |
 #
 # The analysis was fixed before the runs were trained: the claims below (direction from the paper:
 # OD beats the mix; a later first fit beats an earlier one; IVD weighting for longer helps), the
-# replayed schedules, and the spread measured from the step after OD's first fit.
+# refit schedules, and the spread measured from the step after OD's first fit.
 
 # %% tags=["parameters"]
 MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train missing runs, then rebuild
@@ -63,7 +63,7 @@ PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (t
 SEEDS = None  # None: the preset's seeds
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
-REGIME_FIRST_FITS = None  # OD's first fits to train and replay (method.od_min_pairs); None: the preset's
+REGIME_FIRST_FITS = None  # OD's first fits to train and refit (method.od_min_pairs); None: the preset's
 REGIME_IVD_WARMUP = None  # anchor groups before IVD's eta^2_cal (method.ivd_warmup_groups); None: the preset's
 
 # %%
@@ -93,7 +93,7 @@ from wmrl.experiments import claims, plots, stats
 from wmrl.experiments.collect import ensure_arm_runs, load_table
 
 plots.use_style()
-MIXED = list(regime.TABLE3)  # Table 3's rows: both streams; their anchor pairs are replayed
+MIXED = list(regime.TABLE3)  # Table 3's rows: both streams; their anchor pairs are refit
 base = ensure_arm_runs(cfg, MIXED)
 sweep = pd.concat([ensure_arm_runs(cfg, ["od"], tag=v.tag, overrides=v.overrides) for v in SWEEP], ignore_index=True)
 std = ensure_arm_runs(cfg, MIXED, tag=STD.tag, overrides=STD.overrides)  # the same switch on every row
@@ -105,20 +105,20 @@ print(f"{len(runs)} runs; OD's default schedule: first fit after {DEFAULT_FIT} p
       f"{len(pairs)} anchor pairs in the {len(base)} default runs with both streams")
 
 # %% [markdown]
-# ## 1. What an early first fit costs, replayed on the logged anchor pairs
+# ## 1. What an early first fit costs, refit on the logged anchor pairs
 #
 # For each run and schedule $K$: step by step, the anchor group's raw scores pass through the map
 # fitted on the pairs of the earlier steps (identity until $K$ pairs, a refit every
 # `od_refit_every` after), the squared error against the real rewards is recorded, then the step's
-# pairs join the fit. `regime.readout` first checks that this replay is the trainer's OD: at each OD
-# run's own schedule the replayed scores must equal the calibrated scores the run logged (it raises
+# pairs join the fit. `regime.readout` first checks that this refit is the trainer's OD: at each OD
+# run's own schedule the refit scores must equal the calibrated scores the run logged (it raises
 # otherwise). By the second half of a small run every schedule has refitted on the same pairs, so
 # the second-half columns agree; the whole-run columns show what the early steps cost.
 
 # %%
 FITS = sorted({*cfg["REGIME_FIRST_FITS"], DEFAULT_FIT})
 preq = R.preq
-print(f"replayed OD equals the logged calibrated scores in all {sum(get_arm(a).od for a in base.arm)} OD runs")
+print(f"refit OD equals the logged calibrated scores in all {sum(get_arm(a).od for a in base.arm)} OD runs")
 
 # %% tags=["nbval-check-output"]
 preq_table = regime.calibration_table(preq)
@@ -191,7 +191,7 @@ print(warm_table.round(3).to_string())
 # %% [markdown]
 # ## 5. Figures
 #
-# Top left: the replayed calibration error by first fit (mean over runs with a 95% interval; the
+# Top left: the refit calibration error by first fit (mean over runs with a 95% interval; the
 # dashed line is the raw world model, the identity that a first fit after the run's last pair
 # leaves). Top right: held-out Avg of `od` by first fit (the sweep's runs and the default; 95%
 # interval over seeds, each seed a dot), with `mix` at "never". Bottom left: OD's factor on the
@@ -208,7 +208,7 @@ for col, ls, what in (("mse", "-", "whole run"), ("mse_late", "--", "second half
     ax.axhline(preq[preq.first_fit == regime.NEVER][col].mean(), color="0.3", ls=ls, lw=1,
                label=f"raw (identity), {what}")
 ax.set(xscale="log", xlabel="pairs before OD's first fit (log scale)", ylabel="squared error vs real reward",
-       title="Replayed on the logged anchor pairs")
+       title="Refit on the logged anchor pairs")
 ax.set_xticks(FITS, [str(k) for k in FITS])
 ax.minorticks_off()
 ax.legend(fontsize=8)
@@ -259,7 +259,7 @@ ax.legend(handles=[Line2D([], [], ls="", marker="o", color="0.3", label="as trai
                    Line2D([], [], ls="", marker="D", color="0.3", mfc="white", label="std-normalised: mean, 95% CI"),
                    Line2D([], [], ls="", marker=".", color="k", label="one seed")], fontsize=8)
 fig.tight_layout()
-nb.save_figure(fig, "11_method_regime", cfg, "Online Debiasing's first fit (replayed calibration error and trained od by "
+nb.save_figure(fig, "11_method_regime", cfg, "Online Debiasing's first fit (refit calibration error and trained od by "
                "first fit, mix = never) and its step-size confound (OD's factor on world-model advantages per step; "
                "each correction - mix as trained and with std-normalised advantages); 95% intervals over runs or seeds.",
                sources=[f"{d}/{f}" for d in runs.dir for f in ("summary.json", "pairs.parquet", "steps.parquet")])

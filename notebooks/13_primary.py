@@ -53,7 +53,7 @@
 MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train the looks the rule asks for, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's PRIMARY_SEEDS
-PRIMARY_LOOKS = None  # None: the preset's; the number of seeds at each look, the last being all SEEDS
+PRIMARY_LOOKS = None  # seeds at each look, the last being all SEEDS; None: the preset's (given SEEDS: one look)
 LAST_LOOK = None  # train at most up to this look (None: as many as the stopping rule asks for)
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
@@ -66,7 +66,8 @@ from wmrl.presets import run_config
 cfg = nb.check_params(globals(), notebook="13_primary", keys=("PRIMARY_LOOKS",), results_subdir=f"train/{PRESET}",
                       seeds_key="PRIMARY_SEEDS")
 STEPS = run_config("wmrl", cfg.preset).train.steps
-DESIGN = primary.looks(cfg.seeds, cfg["PRIMARY_LOOKS"])
+LOOK_SIZES = cfg["PRIMARY_LOOKS"] if SEEDS is None or PRIMARY_LOOKS is not None else [len(cfg.seeds)]
+DESIGN = primary.looks(cfg.seeds, LOOK_SIZES)
 CLAIMS = primary.PRIMARY
 ARMS = list(primary.PRIMARY_ARMS)
 for look in DESIGN:
@@ -140,7 +141,7 @@ print(stats.arm_table(runs, ARMS, {"late Avg (%)": ("late_avg", 100, 1), "final 
 
 # %% tags=["nbval-check-output"]
 PER_TASK = primary.per_task(runs, STEPS, CLAIMS)
-nb.save_results(PER_TASK, "per_task", cfg, f"primary/{cfg.preset}")  # what RESULTS.md names
+nb.save_results(PER_TASK, "per_task", cfg, f"primary/{cfg.preset}", keep_unchanged=True)  # what RESULTS.md names
 print(PER_TASK.assign(shown=[stats.fmt_ci(m, lo, hi) for m, lo, hi in zip(PER_TASK["mean"], PER_TASK.lo, PER_TASK.hi)])
       .pivot(index=["category", "task"], columns="claim", values="shown").to_string())
 
@@ -210,7 +211,8 @@ for c in CLAIMS:
                      "hours, 2 cores": round(n * per_seed_s / 3600, 1),
                      "hours, 32 cores": round(n * per_seed_s / 3600 / 16, 1)})
 SIZING = pd.DataFrame(rows)
-nb.save_results(SIZING, "seeds_needed", cfg, f"primary/{cfg.preset}")  # the one sizing the pages quote
+# the one sizing the pages quote
+nb.save_results(SIZING, "seeds_needed", cfg, f"primary/{cfg.preset}", keep_unchanged=True)
 print(f"the four arms of one seed train in {per_seed_s / 60:.1f} min on this machine")
 print(SIZING.to_string(index=False))
 

@@ -53,7 +53,7 @@
 MODE = "redraw"  # "redraw": rebuild from RESULTS_DIR; "train": train the looks the rule asks for, then rebuild
 PRESET = "small"  # a preset of wmrl/presets.py: "smoke" (minutes) or "small" (the reproduction)
 SEEDS = None  # None: the preset's REDECLARED_SEEDS
-REDECLARED_LOOKS = None  # None: the preset's; the number of seeds at each look, the last being all SEEDS
+REDECLARED_LOOKS = None  # seeds at each look, the last being all SEEDS; None: the preset's (given SEEDS: one look)
 TRAIN_LOOKS = 1  # train at most this many looks not trained yet (None: as many as the stopping rule asks for)
 RESULTS_DIR = "../results"  # relative to notebooks/
 FIGURES_DIR = "../figures"
@@ -66,7 +66,8 @@ from wmrl.presets import run_config
 cfg = nb.check_params(globals(), notebook="15_redeclared", keys=("REDECLARED_LOOKS",),
                       results_subdir=f"train/{PRESET}", seeds_key="REDECLARED_SEEDS")
 STEPS = run_config("wmrl", cfg.preset).train.steps
-DESIGN = design.looks(cfg.seeds, cfg["REDECLARED_LOOKS"])
+LOOK_SIZES = cfg["REDECLARED_LOOKS"] if SEEDS is None or REDECLARED_LOOKS is not None else [len(cfg.seeds)]
+DESIGN = design.looks(cfg.seeds, LOOK_SIZES)
 CLAIMS = design.CLAIMS
 for look in DESIGN:
     print(f"look {look.number}: seeds {look.seeds[0]}-{look.seeds[-1]} ({len(look.seeds)}) at two-sided level "

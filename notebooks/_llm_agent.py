@@ -7,11 +7,12 @@ when the preset has one) and the trained arms. What is read from them was decide
 
 - **held-out Avg** (the paper's metric) and the **held-out ok rate** (the share of held-out
   samples with a turn that ran ok) per arm, and each arm's percentile per held-out task;
-- **the claims** (:data:`LLM`) seed-paired as everywhere, and beside them the primary analysis:
-  the same differences paired over the held-out tasks and seeds at the final evaluation
+- **the claims** (:data:`LLM`) seed-paired as everywhere, and beside them the analysis declared
+  primary: the same differences paired over the held-out tasks and seeds at the final evaluation
   (:func:`task_paired`), with Holm's correction within the L1 family (:data:`LLM_LEARNS`: does each
-  trained arm improve on its start?); :func:`declaration` is the table the notebook declares for
-  ``RESULTS.md`` (both analyses, one row per claim);
+  trained arm improve on its start?). Its pairs of one seed share that seed's runs, so it counts
+  dependent pairs as replicates; the seed-paired verdicts are the ones that hold.
+  :func:`declaration` is the table the notebook declares for ``RESULTS.md`` (both, one row per claim);
 - **the training signal** per step (:func:`step_table`): the reward the update saw, the real ok
   rate of the executed groups, the reply length in tokens, turns, malformed replies, KL, entropy;
 - **the compute** (:func:`compute_breakdown`): measured seconds per component (generation, world
@@ -273,10 +274,12 @@ def _sentences(final, arms, by_task, steps, compute, fidelity, counts, confusion
         real = steps.groupby("arm", sort=False).real_ok_rate.mean().dropna()
         out.append("Executed training trajectories with a turn that ran ok (mean over steps): "
                    + ", ".join(f"{a} {100 * v:.0f}%" for a, v in real.items()) + ".")
-    for cid, r in by_task.iterrows():
-        out.append(f"Over {r.pairs} held-out task pairs, {r.comparison} is {r['over tasks (95% CI)']} points "
-                   f"({r['first ahead']} ahead, {r.tied} tied, {r['second ahead']} behind; {r['verdict over tasks']} "
-                   f"over tasks, {cid}).")
+    if len(by_task):
+        pooled = [f"{r.comparison} {r['over tasks (95% CI)']} points ({r['first ahead']} ahead, {r.tied} tied, "
+                  f"{r['second ahead']} behind; {r['verdict over tasks']}, {cid})" for cid, r in by_task.iterrows()]
+        pairs = "/".join(str(n) for n in by_task.pairs.unique())
+        out.append(f"Over {pairs} held-out task pairs, the tasks of every seed pooled (they share the seed's runs, "
+                   "so these intervals are narrower than the seed-paired ones that hold): " + "; ".join(pooled) + ".")
     if len(compute):
         shares = ", ".join(f"{a} {s:.0%}" for a, s in compute["generation share"].items())
         out.append(f"Generation's share of the measured training compute: {shares}.")

@@ -251,9 +251,7 @@ def declared_verdicts(cfg) -> pd.DataFrame | None:
         found = pd.concat(frames, ignore_index=True)[_DECLARED_COLUMNS]
     except FileNotFoundError:
         return nb.load_results("declared", cfg, subdir)
-    kept = cfg.results_dir / subdir / "declared.parquet"
-    if not (kept.is_file() and pd.read_parquet(kept).equals(found)):
-        nb.save_results(found, "declared", cfg, subdir)
+    nb.save_results(found, "declared", cfg, subdir, keep_unchanged=True)
     return found
 
 

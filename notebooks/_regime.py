@@ -7,7 +7,7 @@ Questions the paper's Table 3 leaves open (notebook 11), and the confirmatory te
 
 **The first fit.** The paper keeps the identity map until 200 anchor pairs, then refits every 64.
 A small run collects far fewer pairs (16 steps x one anchor group of 4 = 64), so the small preset
-fits after 16. :func:`prequential_calibration` replays :class:`~wmrl.calibration.OnlineDebiaser`
+fits after 16. :func:`prequential_calibration` refits :class:`~wmrl.calibration.OnlineDebiaser`
 on each run's logged anchor pairs under other schedules, prequentially, as the trainer applies it:
 each step's raw predictions :math:`\hat r` pass through the map fitted on the *earlier* steps'
 pairs, and the squared error of :math:`\hat f(\hat r)` against the real reward :math:`r` is scored
@@ -57,7 +57,7 @@ __all__ = ["CONFIRM_ARMS", "NEVER", "TABLE3", "Readout", "Variants", "advantage_
 
 #: The first fit that never comes within a run (``mix``, or a schedule past the run's pairs).
 NEVER = "never"
-#: Table 3's rows: the arms with both streams, whose anchor pairs the replay reads.
+#: Table 3's rows: the arms with both streams, whose anchor pairs the refit reads.
 TABLE3 = ("mix", "ivd", "od", "wmrl")
 
 
@@ -121,18 +121,18 @@ def _streams(pairs: pd.DataFrame):
 
 
 def prequential_calibration(pairs: pd.DataFrame, first_fits, refit_every: int) -> pd.DataFrame:
-    """Squared error of the calibrated anchor scores under each first-fit schedule, replayed per run.
+    """Squared error of the calibrated anchor scores under each first-fit schedule, refit per run.
 
     Args:
         pairs: the runs' ``pairs.parquet`` rows (``arm``, ``seed``, ``step``, ``pred``, ``true``, ...).
-        first_fits: the ``min_pairs`` values to replay (each >= 2).
+        first_fits: the ``min_pairs`` values to refit (each >= 2).
         refit_every: new pairs between refits after the first fit (the run's ``method.od_refit_every``).
 
     Returns:
         One row per (arm, seed, first_fit) plus one per run with ``first_fit`` = :data:`NEVER`
         (the identity): ``mse`` over every anchor pair of the run, ``mse_late`` over the pairs of
         its second half (steps >= half the last step, when every schedule up to half the run's
-        pairs has fitted), ``pairs`` and ``calibrated``: the replayed scores, for checks.
+        pairs has fitted), ``pairs`` and ``calibrated``: the refit scores, for checks.
     """
     rows = []
     for arm, seed, steps in _streams(pairs):
@@ -236,11 +236,11 @@ class Readout:
 
 
 def readout(base: pd.DataFrame, first_fits) -> Readout:
-    """Replay and measure the default runs ``base`` (``load_runs`` rows of :data:`TABLE3`'s arms).
+    """Refit and measure the default runs ``base`` (``load_runs`` rows of :data:`TABLE3`'s arms).
 
-    Raises if the runs do not share OD's schedule and the group size, or if the replay at their own
+    Raises if the runs do not share OD's schedule and the group size, or if the refit at their own
     schedule is not the trainer's OD (its scores must equal the ``calibrated`` column every OD run
-    logged): the replayed schedules are only as good as that check.
+    logged): the refit schedules are only as good as that check.
     """
     settings = run_settings(base, "method.od_min_pairs", "method.od_refit_every", "train.group_size")
     if (settings.nunique() > 1).any():
@@ -252,7 +252,7 @@ def readout(base: pd.DataFrame, first_fits) -> Readout:
     own = preq[preq.first_fit == fit].set_index(["arm", "seed"]).calibrated
     for (arm, seed), d in pairs.groupby(["arm", "seed"]):
         if get_arm(arm).od and not np.allclose(own[(arm, seed)], d.calibrated.to_numpy(), atol=1e-12):
-            raise AssertionError(f"{arm} seed {seed}: replaying OD at the run's schedule does not give its logged scores")
+            raise AssertionError(f"{arm} seed {seed}: refitting OD at the run's schedule does not give its logged scores")
     from_step = first_fit_step(load_table(base[base.arm == "od"], "steps"))
     spread = advantage_spread(pairs, group)
     return Readout(fit, refit, group, pairs, preq, from_step, spread, spread_summary(spread, from_step))
@@ -309,20 +309,22 @@ def _ratio_words(lo: float, hi: float, less: str, more: str, same: str = "not me
 
 
 def regime_findings(preq: pd.DataFrame, spread: pd.DataFrame, from_step: int) -> list[str]:
-    """Notebook 11's findings: the replayed cost of each first fit, and OD's factor on the step size.
+    """Notebook 11's findings: the refit cost of each first fit, and OD's factor on the step size.
 
     ``preq``: :func:`prequential_calibration`'s rows; ``spread``:
     :func:`spread_summary`'s, from step ``from_step`` on.
     """
     ratio = relative_to_identity(preq)
-    parts = []
+    whole, late = [], []
     for k, d in ratio[ratio.first_fit != NEVER].groupby("first_fit"):
         m, lo, hi = mean_ci(d.mse)
-        late = fmt_ci(*mean_ci(d.mse_late), 2)
-        parts.append(f"after {k} pairs, {fmt_ci(m, lo, hi, 2)} times the raw scores' over the whole run "
-                     f"({_ratio_words(lo, hi, 'lower', 'higher')}; {late} in its second half)")
-    out = [f"Replayed on the anchor pairs of {int((preq.first_fit == NEVER).sum())} runs with both streams, the squared error of the "
-           "calibrated scores against the real rewards with Online Debiasing's first fit " + "; ".join(parts) + "."]
+        whole.append(f"{fmt_ci(m, lo, hi, 2)} after {k} pairs ({_ratio_words(lo, hi, 'lower', 'higher')})")
+        late.append((k, fmt_ci(*mean_ci(d.mse_late), 2)))
+    halves = (f"{late[0][1]} whatever the first fit" if len({v for _, v in late}) == 1
+              else ", ".join(f"{v} after {k} pairs" for k, v in late))
+    out = [f"Refit on the anchor pairs of {int((preq.first_fit == NEVER).sum())} runs with both streams, the calibrated "
+           "scores' squared error against the real rewards, as a multiple of the raw scores', is over the whole run "
+           + ", ".join(whole) + f" with Online Debiasing's first fit after that many pairs; in the run's second half, {halves}."]
     by = spread.groupby("arm")
     if "od" in by.groups:
         od = by.get_group("od")

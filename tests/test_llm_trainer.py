@@ -265,6 +265,7 @@ def test_llm_paper_generates_with_vllm_on_a_gpu(tmp_path):
                                  "world_model.gpu_memory_utilization": 0.25, "sandbox.backend": "local",
                                  "sandbox.gpu_devices": "0"})
     assert summary["compute"]["generation"]["count"] > 0
+    assert summary["gpu_peak_gib"][0]["reserved"] >= summary["gpu_peak_gib"][0]["allocated"] > 0
 
 
 # -- real runs on SmolLM2 (slow) -------------------------------------------------------------------------------

@@ -160,6 +160,27 @@ def test_results_round_trip_with_a_provenance_sidecar(tmp_path):
         nb.load_results("missing", cfg, "sub")
 
 
+def test_an_unchanged_result_kept_on_request_keeps_its_provenance(tmp_path):
+    import json
+
+    import pandas as pd
+
+    cfg = nb.check_params({"MODE": "train", "PRESET": "smoke", "SEEDS": [0], "RESULTS_DIR": str(tmp_path),
+                           "FIGURES_DIR": str(tmp_path)}, notebook="t")
+    for obj, name in ((pd.DataFrame({"a": [0.1, 0.2]}), "x.parquet"), ({"a": [1, 2], "b": "c"}, "x.json")):
+        path = nb.save_results(obj, "x", cfg, "sub")
+        sidecar = path.with_name(name + ".provenance.json")
+        sidecar.write_text(json.dumps({"made": "by the first run"}))
+        nb.save_results(obj, "x", cfg, "sub", keep_unchanged=True)
+        assert json.loads(sidecar.read_text()) == {"made": "by the first run"}
+        nb.save_results(obj, "x", cfg, "sub")  # without the option: always rewritten
+        assert "git_commit" in json.loads(sidecar.read_text())
+        sidecar.write_text(json.dumps({"made": "by the first run"}))
+        changed = obj.assign(a=[0.1, 0.3]) if isinstance(obj, pd.DataFrame) else {**obj, "b": "d"}
+        nb.save_results(changed, "x", cfg, "sub", keep_unchanged=True)
+        assert "git_commit" in json.loads(sidecar.read_text())
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_committed_notebook_shows_no_path_of_the_machine_it_ran_on(name):
     """A checked output that names this checkout's absolute path fails nbval in any other clone."""

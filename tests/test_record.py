@@ -1,6 +1,7 @@
 """The execution record: what runs measured, recorded and served back so that a run replays to the bit."""
 
 import gzip
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -269,6 +270,7 @@ def test_a_retrained_campaign_reports_its_runs_verdicts_and_outcomes_against_the
     kept = json.loads(path.read_text())
     assert path == results / "executions" / "primary.agreement.json"
     assert {k: kept[k] for k in found} == found and kept["provenance"]["git_commit"].startswith(kept["compared_with"])
+    assert kept["record_sha256"] == hashlib.sha256(new.read_bytes()).hexdigest()  # the record it describes
 
 
 def _observe_many(spec: str, name: str, n: int) -> None:

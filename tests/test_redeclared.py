@@ -117,3 +117,25 @@ def test_the_closing_sentences_name_an_equivalence_as_such():
     said = design.what_we_see(table)
     assert said[0].startswith("up (goes up) at look 1: reproduced") and "null (stays) at look 1: equivalent" in said[1]
     assert said[-1] == "Of 2 claims, 1 reproduced, 0 fail, 1 equivalent within ±3 points and 0 not resolved."
+
+
+@pytest.mark.slow
+def test_a_variant_given_its_own_seeds_analyses_them_in_one_look(tmp_path, kernel):
+    """A quick variant (``python -m wmrl.reproduce --campaign redeclared --quick``) passes SEEDS, not the preset's
+    look sizes: notebook 15 redraws the committed look-1 runs of its first 3 seeds as one look of 3."""
+    import shutil
+
+    from _notebooks import run_notebook
+
+    seeds = notebook_params("small")["REDECLARED_SEEDS"][:3]
+    for arm in ("untrained", "grpo~evalgrid", "wm", "wmrl"):
+        for seed in seeds:
+            found = RESULTS / "train" / "small" / arm / f"seed{seed}"
+            if not (found / "summary.json").is_file():
+                pytest.skip(f"no committed run {found}")
+            shutil.copytree(found, tmp_path / "results" / "train" / "small" / arm / f"seed{seed}",
+                            ignore=shutil.ignore_patterns("checkpoint.pt", "memo.sqlite"))
+    out = run_notebook("15_redeclared", tmp_path, kernel, MODE="redraw", PRESET="small", SEEDS=seeds)
+    shown = "".join(o.get("text", "") for c in out.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert f"look 1: seeds {seeds[0]}-{seeds[-1]} (3) at two-sided level 0.0500" in shown
+    assert "analysed look 1 of 1; the design has stopped" in shown

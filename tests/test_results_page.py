@@ -3,6 +3,7 @@ written identically from unchanged results."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -173,7 +174,13 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
     text = (tmp_path / "README.md").read_text()
     assert "**In short.** One.\n\n**The language-model agent** (" in text
-    assert "and seeds: grpo - sft = 25.7 [9.8, 41.6] (reproduced).\n" in text and "28.7" not in text
+    assert ("paired by seed: grpo - sft = 28.7 [-21.5, 78.8] (inconclusive). Its declared analysis over held-out "
+            "tasks and seeds, which counts the tasks within a seed as independent, also calls grpo - sft = 25.7 "
+            "[9.8, 41.6] reproduced.\n") in text
+    agreeing = llm.replace("| inconclusive | 25.7", "| reproduced | 25.7").replace("[-21.5,", "[1.5,")
+    (tmp_path / "page.md").write_text((tmp_path / "page.md").read_text().replace(llm, agreeing))
+    results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
+    assert "paired by seed: grpo - sft = 28.7 [1.5, 78.8] (reproduced).\n" in (tmp_path / "README.md").read_text()
 
 
 def test_the_summary_counts_verdicts_and_names_the_claims():
@@ -303,6 +310,24 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
     (tmp_path / "README.md").write_text(f"intro\n{results_page.README_BEGIN}\nold\n{results_page.README_END}\n")
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md", tmp_path)
     assert f"**In short.** One.\n\n{brief}\n{results_page.README_END}" in (tmp_path / "README.md").read_text()
+
+
+def test_an_agreement_measured_on_an_earlier_record_says_so(tmp_path):
+    folder = tmp_path / "executions"
+    folder.mkdir()
+    for campaign, data in (("dial", b"dial runs"), ("primary", b"primary runs")):
+        (folder / f"{campaign}.jsonl.gz").write_bytes(data)
+        (folder / f"{campaign}.agreement.json").write_text(json.dumps(
+            {"runs": 30, "within_1pt": 4, "median_abs_delta": 3.26, "verdicts": 9, "verdicts_changed": [],
+             "scripts": None, "outcomes_changed": None, "record_sha256": hashlib.sha256(data).hexdigest()}))
+    assert "(dial) and 4 of 30 (primary) runs came within 1 point" in results_page.reproducibility(tmp_path, brief=True)
+    (folder / "primary.jsonl.gz").write_bytes(b"primary runs, some retrained since")
+    brief = results_page.reproducibility(tmp_path, brief=True)
+    assert "4 of 30 (dial) and 4 of 30 (primary, an earlier record) runs came within 1 point" in brief
+    text = results_page.reproducibility(tmp_path)
+    assert "Retrained fresh, 4 of the dial campaign's 30 runs came within 1 point" in text
+    assert ("Retrained fresh, 4 of the 30 runs of an earlier record of the primary campaign (runs were retrained into "
+            "it since) came within 1 point") in text
 
 
 def test_the_primary_section_names_the_held_out_tasks_and_the_spread_of_wmrl_against_grpo_over_them():

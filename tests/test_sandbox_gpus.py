@@ -114,3 +114,52 @@ def test_which_gpus_ran_the_sandboxes_is_not_part_of_a_runs_identity():
     assert on_5.identity() == on_67.identity()
     assert on_5.identity() != run_config("grpo", "smoke", overrides={**base, "sandbox.gpu_devices": "5",
                                                                     "sandbox.cpus": 2.0}).identity()
+
+
+@pytest.mark.parametrize("gpus, world_size", [(1, "1"), (0, "4")])
+def test_a_training_process_never_starts_a_local_ray_for_gpu_executions_or_beside_other_processes(
+        gpus, world_size, monkeypatch):
+    """A local Ray started under accelerate would take the training GPUs: without a running cluster, refused."""
+    import ray
+
+    from wmrl.sandbox import ray_executor
+
+    asked = []
+
+    def init(address=None, **kwargs):  # Ray's documented contract: "auto" raises when no cluster is running
+        asked.append(address)
+        raise ConnectionError("no running cluster")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setenv("WORLD_SIZE", world_size)
+    with pytest.raises(SandboxError, match=r"CUDA_VISIBLE_DEVICES=5,6,7 ray start --head --num-gpus 3"):
+        ray_executor.connect(gpus)
+    assert asked == ["auto"]
+
+
+@pytest.mark.slow
+def test_a_cluster_started_with_the_sandbox_gpus_hands_out_those_gpus_not_the_training_ones(monkeypatch):
+    """A cluster started as documented, seeing only the sandbox GPUs (``CUDA_VISIBLE_DEVICES=5,6,7 ray start
+    --head --num-gpus 3``), joined with RAY_ADDRESS from a training process that sees GPUs 0-3: every GPU
+    execution gets one of 5, 6 and 7."""
+    import os
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from wmrl.sandbox import ray_executor
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,6,7")  # the head's environment when it starts
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 3})
+    try:
+        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+        monkeypatch.setenv("WORLD_SIZE", "4")
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")  # what accelerate gives a training process
+        ray_executor.connect(1)
+        shown = ray.get([ray.remote(num_gpus=1, num_cpus=0)(lambda: os.environ["CUDA_VISIBLE_DEVICES"]).remote()
+                         for _ in range(6)])
+        assert set(shown) <= {"5", "6", "7"}, shown
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

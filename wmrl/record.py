@@ -36,7 +36,7 @@ from collections import defaultdict, deque
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["ENV", "Record", "ReplayDiverged", "StaleWorkingCopy", "active", "content_key", "context", "cpu", "export", "forget_gone_runs",
+__all__ = ["ENV", "Record", "ReplayDiverged", "StaleWorkingCopy", "active", "content_key", "context", "cpu", "digest", "export", "forget_gone_runs",
            "position", "run_context", "wall", "working_copy"]
 
 ENV = "WMRL_EXECUTIONS"
@@ -249,13 +249,13 @@ def _import(db: sqlite3.Connection, path: Path) -> None:
     exported to it: :func:`export` stamps the file's digest). One made from another version of the
     record (the committed file changed since, by a pull or a checkout) is refused: recording on top of
     it would export its old rows of the runs it kept over the new file's."""
-    digest = _digest(path)
+    found = digest(path)
     db.execute("BEGIN IMMEDIATE")
     try:
         if (db.execute("SELECT 1 FROM seen LIMIT 1").fetchone()
                 or db.execute("SELECT 1 FROM clock LIMIT 1").fetchone()):
             stamp = db.execute("SELECT digest FROM source").fetchone()
-            if stamp is None or stamp[0] != digest:
+            if stamp is None or stamp[0] != found:
                 working = path.with_suffix("").with_suffix(".sqlite")
                 raise StaleWorkingCopy(
                     f"the working copy {working} was not made from the committed record {path} as it is now "
@@ -264,7 +264,7 @@ def _import(db: sqlite3.Connection, path: Path) -> None:
                     f"python -c \"from wmrl import record; record.export('{path}')\"")
         else:
             db.execute("DELETE FROM source")
-            db.execute("INSERT INTO source VALUES (?)", (digest,))
+            db.execute("INSERT INTO source VALUES (?)", (found,))
             _insert_rows(db, Record._read(path))
         db.commit()
     except BaseException:
@@ -311,12 +311,13 @@ def export(path: str | Path) -> Path:
     with db:  # the working copy is now the committed file's: stamp it (_import checks the stamp)
         db.executescript(_SOURCE_TABLE)
         db.execute("DELETE FROM source")
-        db.execute("INSERT INTO source VALUES (?)", (_digest(path),))
+        db.execute("INSERT INTO source VALUES (?)", (digest(path),))
     db.close()
     return path
 
 
-def _digest(path: Path) -> str:
+def digest(path: str | Path) -> str:
+    """The sha256 of a record file's bytes (an exported record is deterministic, so equal runs give equal digests)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 

@@ -356,11 +356,14 @@ def agreement_path(campaign: str, results: Path = RESULTS) -> Path:
 
 
 def save_agreement(campaign: str, found: dict, results: Path = RESULTS) -> Path:
-    """Keep ``found`` (:func:`agreement`) with the commit it was compared against and the provenance of the
-    comparison, so the page can state it: once the retrained runs are committed, the comparison cannot be
-    made again."""
+    """Keep ``found`` (:func:`agreement`) with the commit it was compared against, the digest of the record its
+    retrained runs made (``record_sha256``: once runs are added to or replaced in the record, the page says the
+    agreement is an earlier record's) and the provenance of the comparison, so the page can state it: once the
+    retrained runs are committed, the comparison cannot be made again."""
     path, prov = agreement_path(campaign, results), provenance()  # the comparison was against this HEAD
-    write_json_atomic(path, {"campaign": campaign, "compared_with": prov["git_commit"][:7], **found, "provenance": prov})
+    kept = results / "executions" / f"{campaign}.jsonl.gz"
+    write_json_atomic(path, {"campaign": campaign, "compared_with": prov["git_commit"][:7], **found,
+                             "record_sha256": record.digest(kept) if kept.is_file() else None, "provenance": prov})
     return path
 
 

@@ -10,7 +10,7 @@ A run with config overrides (a new switch, an ablation) needs a ``tag``: it is s
 mistaken for, the default run of its arm.
 
 :func:`ensure_arm_runs` is the notebooks' one call: train the missing runs in train mode, load them,
-check that every (arm, seed) asked for is there, and add the compute totals. :func:`load_vla_runs`
+check that every (arm, seed) asked for is there, and add the compute totals. :func:`ensure_vla_runs`
 is the same call for the VLA analog's runs (notebook 06).
 """
 
@@ -33,9 +33,8 @@ from wmrl.presets import run_config
 from wmrl.progress import RunCounter
 from wmrl.runs import RESULTS, run_dir, run_label
 
-__all__ = ["check_runs_present", "ensure_arm_runs", "ensure_runs", "expected_seconds", "load_runs", "load_table",
-           "load_vla_runs",
-           "run_settings"]
+__all__ = ["check_runs_present", "ensure_arm_runs", "ensure_runs", "ensure_vla_runs", "expected_seconds", "load_runs",
+           "load_table", "run_settings"]
 
 
 def __getattr__(name: str):
@@ -260,7 +259,7 @@ def ensure_arm_runs(cfg: NotebookConfig, arms, *, tag: str | None = None, overri
     return runs.assign(_o=runs.arm.map(order)).sort_values(["_o", "seed"]).drop(columns="_o").reset_index(drop=True)
 
 
-def load_vla_runs(cfg: NotebookConfig, arms, *, required=(), workers: int = 2) -> list[dict]:
+def ensure_vla_runs(cfg: NotebookConfig, arms, *, required=(), workers: int = 2) -> list[dict]:
     """Notebook 06's VLA runs of ``arms`` at ``cfg.seeds``: trained first when ``cfg.mode`` is train.
 
     Every arm of ``required`` must have a run at every seed (the notebook's error says how to train

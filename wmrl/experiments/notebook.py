@@ -221,24 +221,38 @@ def _provenance_of(result: Path) -> dict | None:
     return None
 
 
-def save_results(obj, name: str, cfg: NotebookConfig, subdir: str, seed: int | None = None) -> Path:
+def save_results(obj, name: str, cfg: NotebookConfig, subdir: str, seed: int | None = None, *,
+                 keep_unchanged: bool = False) -> Path:
     """Write a result (DataFrame -> parquet, dict -> JSON) and its provenance sidecar, atomically.
 
     Why a sidecar: parquet and JSON results stay plain data that any tool reads, and the
     provenance (config, seeds, git commit, date, machine) of every number sits right beside it.
+    ``keep_unchanged``: a result equal to the one already saved (with its sidecar) is left as it
+    is, so redrawing unchanged numbers leaves the files and their provenance untouched.
     """
     folder = cfg.results_dir / subdir
     if isinstance(obj, pd.DataFrame):
-        path = folder / f"{name}.parquet"
-        with atomic_path(path) as tmp:
-            obj.to_parquet(tmp, index=False)
+        path, read = folder / f"{name}.parquet", pd.read_parquet
     elif isinstance(obj, dict):
-        path = folder / f"{name}.json"
-        write_json_atomic(path, obj)
+        path, read = folder / f"{name}.json", lambda p: json.loads(p.read_text())
     else:
         raise TypeError(f"save_results takes a DataFrame or a dict, got {type(obj).__name__}")
+    if keep_unchanged and path.is_file() and _sidecar(path).is_file() and _equal(read(path), obj):
+        return path
+    if isinstance(obj, pd.DataFrame):
+        with atomic_path(path) as tmp:
+            obj.to_parquet(tmp, index=False)
+    else:
+        write_json_atomic(path, obj)
     write_json_atomic(_sidecar(path), provenance(cfg.as_dict(), seed))
     return path
+
+
+def _equal(saved, obj) -> bool:
+    """Whether a saved result holds ``obj``: a frame as parquet reads it back (index dropped), a dict as JSON."""
+    if isinstance(obj, pd.DataFrame):
+        return saved.equals(obj.reset_index(drop=True))
+    return saved == json.loads(json.dumps(obj))
 
 
 def load_results(name: str, cfg: NotebookConfig, subdir: str):
@@ -270,11 +284,7 @@ def save_claims(table: pd.DataFrame, cfg: NotebookConfig, title: str, sentences=
     if any("\n" in s for s in sentences):
         raise ValueError("a declared sentence is one line")
     frame = table.reset_index().assign(title=title, findings="\n".join(sentences))
-    subdir = CLAIMS_SUBDIR.format(preset=cfg.preset)
-    path = cfg.results_dir / subdir / f"{cfg.notebook}.parquet"
-    if path.is_file() and _sidecar(path).is_file() and pd.read_parquet(path).equals(frame):
-        return path
-    return save_results(frame, cfg.notebook, cfg, subdir)
+    return save_results(frame, cfg.notebook, cfg, CLAIMS_SUBDIR.format(preset=cfg.preset), keep_unchanged=True)
 
 
 def save_findings(sentences, cfg: NotebookConfig, title: str) -> Path:
@@ -284,12 +294,8 @@ def save_findings(sentences, cfg: NotebookConfig, title: str) -> Path:
     sentences = [str(s) for s in sentences]
     if not isinstance(title, str) or not title.strip():
         raise ParameterError("save_findings needs the notebook's title (a few words: what it shows)")
-    subdir = CLAIMS_SUBDIR.format(preset=cfg.preset)
-    path = cfg.results_dir / subdir / f"{cfg.notebook}.json"
     found = {"title": title, "sentences": sentences}
-    if path.is_file() and _sidecar(path).is_file() and json.loads(path.read_text()) == found:
-        return path
-    return save_results(found, cfg.notebook, cfg, subdir)
+    return save_results(found, cfg.notebook, cfg, CLAIMS_SUBDIR.format(preset=cfg.preset), keep_unchanged=True)
 
 
 @dataclass(frozen=True)

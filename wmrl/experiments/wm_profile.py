@@ -47,26 +47,22 @@ def fidelity_findings(rows: pd.DataFrame, steps: pd.DataFrame) -> list[str]:
 
 
 def profile_findings(summary: pd.DataFrame) -> list[str]:
-    """Notebook 05's reading of the error profiles on each agent's scripts, from :func:`summary_table`:
-    ``train_split`` against ``pessimistic``, and against ``tuning_split`` (the same model with its constants
-    fitted on the tuning split instead of the training tasks) where it was measured."""
+    """Notebook 05's reading of the error profiles on each agent's scripts, from :func:`summary_table`: one
+    sentence per (agent, tasks) with each profile's predicted valid share, mean reward error and within-group
+    Spearman, for ``train_split``, ``pessimistic`` and, where it was measured, ``tuning_split`` (the same model
+    with its constants fitted on the tuning split instead of the training tasks)."""
     out = []
     for (agent, tasks), d in summary.groupby(level=["agent", "tasks"], sort=False):
-        if "(not tuned on)" in tasks or not {"train_split", "pessimistic"} <= set(d.index.get_level_values("profile")):
+        profiles = list(d.index.get_level_values("profile"))
+        if "(not tuned on)" in tasks or not {"train_split", "pessimistic"} <= set(profiles):
             continue
-        train, pes = d.xs("train_split", level="profile").iloc[0], d.xs("pessimistic", level="profile").iloc[0]
-        sentence = (
-            f"On the {agent} agent's {int(train.n)} scripts of the {'held-out' if tasks == 'heldout' else 'training'} "
-            f"tasks ({train.real_ok_rate:.0%} run to a valid submission), the train_split profile predicts {train.pred_ok_rate:.0%} "
-            f"valid (pessimistic: {pes.pred_ok_rate:.0%}), a mean reward error of {train.mean_error:+.3f} "
-            f"(pessimistic: {pes.mean_error:+.3f}; > 0 is optimistic) and "
-            + (f"a within-group Spearman of {train.within_group_spearman:.2f} (pessimistic: "
-               f"{pes.within_group_spearman:.2f})." if train.n_groups else
-               "no within-group Spearman (no group of 3 scripts or more with different real rewards)."))
-        if "tuning_split" in d.index.get_level_values("profile"):
-            tun = d.xs("tuning_split", level="profile").iloc[0]
-            sentence += (f" Fitted on the tuning split instead of the training tasks, it predicts {tun.pred_ok_rate:.0%} "
-                         f"valid, a mean reward error of {tun.mean_error:+.3f}"
-                         + (f" and a within-group Spearman of {tun.within_group_spearman:.2f}." if tun.n_groups else "."))
-        out.append(sentence)
+        train = d.xs("train_split", level="profile").iloc[0]
+        shown = []
+        for name in [p for p in ("train_split", "pessimistic", "tuning_split") if p in profiles]:
+            r = d.xs(name, level="profile").iloc[0]
+            rho = f"{r.within_group_spearman:.2f}" if r.n_groups else "none"
+            shown.append(f"{r.pred_ok_rate:.0%}, {r.mean_error:+.3f}, {rho} under {name}")
+        out.append(f"The {agent} agent's {int(train.n)} scripts of the {'held-out' if tasks == 'heldout' else 'training'} "
+                   f"tasks ({train.real_ok_rate:.0%} run to a valid submission): predicted valid share, mean reward "
+                   "error (> 0: optimistic) and within-group Spearman are " + "; ".join(shown) + ".")
     return out

@@ -11,8 +11,11 @@ the GPUs Ray assigned (``docker_backend.device_requests``).
 from __future__ import annotations
 
 import functools
+import os
 
-__all__ = ["run_many_ray"]
+from .view import SandboxError
+
+__all__ = ["connect", "run_many_ray"]
 
 
 def _run_one(sandbox, task, code):
@@ -26,12 +29,39 @@ def _remote(cpus: float, gpus: int):
     return ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_run_one)
 
 
-def run_many_ray(sandbox, jobs: list[tuple], max_workers: int | None = None) -> list:
-    """Results in the order of ``jobs``; starts a local Ray if none is connected."""
+def connect(gpus: int) -> None:
+    """Connect to Ray: the running cluster (``RAY_ADDRESS``, else the last one ``ray start`` began here), else,
+    for executions without GPUs from a single process, a local Ray started for them.
+
+    Executions with GPUs, and any from one of several training processes (``WORLD_SIZE`` > 1), need a running
+    cluster: a local Ray started from a training process would take that process's GPUs for its own (accelerate
+    sets ``CUDA_VISIBLE_DEVICES`` to the training GPUs) and each process would start one of its own, so the
+    sandboxes would run on the training GPUs and oversubscribe the node.
+    """
     import ray
 
-    if not ray.is_initialized():
+    if ray.is_initialized():
+        return
+    if not gpus and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         ray.init(include_dashboard=False, log_to_driver=False)
+        return
+    try:
+        ray.init(address="auto", include_dashboard=False, log_to_driver=False)
+    except ConnectionError:
+        why = (f"executions with {gpus} GPU(s) each" if gpus else
+               f"{os.environ['WORLD_SIZE']} training processes")
+        raise SandboxError(
+            f"sandbox.executor=ray with {why} needs a running Ray cluster, not one started by a training process "
+            "(it would see that process's GPUs and each process would start its own): start it with the sandbox "
+            "GPUs only, e.g. `CUDA_VISIBLE_DEVICES=5,6,7 ray start --head --num-gpus 3`, then run the training "
+            "with RAY_ADDRESS=auto (docs/paper_scale.md)") from None
+
+
+def run_many_ray(sandbox, jobs: list[tuple], max_workers: int | None = None) -> list:
+    """Results in the order of ``jobs``, on the cluster :func:`connect` finds."""
+    import ray
+
+    connect(sandbox.limits.gpus)
     remote = _remote(sandbox.limits.cpus, sandbox.limits.gpus)
     shipped = ray.put(sandbox)
     limit = max_workers or len(jobs) or 1

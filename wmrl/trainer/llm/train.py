@@ -49,7 +49,7 @@ from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
 
 __all__ = ["COLLECTIVE_MARGIN_S", "GENERATION_BATCH", "collective_timeout_s", "eval_generator", "evaluate",
-           "initial_model", "prompt_schedule", "rollout_settings", "train", "trainer_args"]
+           "gpu_peak_gib", "initial_model", "prompt_schedule", "rollout_settings", "train", "trainer_args"]
 
 #: Rows sampled together by the in-process generator (its KV cache is small next to the update's logits).
 GENERATION_BATCH = 8
@@ -388,6 +388,17 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     return trainer
 
 
+def gpu_peak_gib() -> dict | None:
+    """This process's peak CUDA memory over the run, in GiB (``allocated``: tensors; ``reserved``: what the caching
+    allocator held); None without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    return {"allocated": round(torch.cuda.max_memory_allocated() / 2**30, 3),
+            "reserved": round(torch.cuda.max_memory_reserved() / 2**30, 3)}
+
+
 def _write(out, cfg, preset, log: RunLog, step, extra) -> dict:
     """Write the run folder once (the main process), every process's bills and memo counters summed
     (:meth:`RunLog.merged_state`); every process gets the summary.
@@ -396,6 +407,11 @@ def _write(out, cfg, preset, log: RunLog, step, extra) -> dict:
     from accelerate import PartialState
 
     state = PartialState()
+    peak = gpu_peak_gib()
+    if peak is not None:  # each process's own GPU, in process order
+        from accelerate.utils import gather_object
+
+        extra["gpu_peak_gib"] = gather_object([peak]) if state.num_processes > 1 else [peak]
     merged = log.merged_state()
     ledger, eval_ledger = (ComputeLedger.from_state_dict(merged[k]) for k in ("ledger", "eval_ledger"))
     memo = {"enabled": log.memo is not None, **(merged["memo"] or {"hits": 0, "misses": 0})}
