@@ -213,21 +213,23 @@ if LOOK is not None:
 # %% [markdown]
 # ## 5. What is left, and what it would cost
 #
-# For each claim still open: the seeds at which its observed mean and spread would resolve it at one
-# look (its interval excluding 0 or inside ±3), and the training time of the arms it compares, on this
-# machine (one run at a time on 2 cores) and on N cores running N/2 runs side by side.
+# For each claim still open: the seeds at which its observed mean and spread would resolve it (its
+# interval excluding 0 or inside ±3) at the next look's level divided by the number of open claims
+# (Holm's strictest step; the last look's level once it is reached), and the training time of the arms
+# it compares, on this machine (one run at a time on 2 cores) and on 64 cores running 32 runs side by side.
 
 # %% tags=["nbval-check-output"]
 if LOOK is not None:
     per_arm_s = runs.groupby("arm").wall_s.mean()
+    still_open = [c for c in CLAIMS if table.loc[c.id, "verdict"] == "inconclusive"]
+    level = DESIGN[min(LOOK, len(DESIGN) - 1)].alpha / max(len(still_open), 1)
+    print(f"projected at level {level:.5f}")
     rows = []
-    for c in CLAIMS:
-        if table.loc[c.id, "verdict"] != "inconclusive":
-            continue
-        n = design.seeds_to_resolve(c.per_seed(runs).dropna())
+    for c in still_open:
+        n = design.seeds_to_resolve(c.per_seed(runs).dropna(), alpha=level)
         hours = n * per_arm_s[design.arms_due([c])].sum() / 3600
         rows.append({"claim": c.id, "seeds": n, "hours, 2 cores": round(hours, 1),
-                     "hours, 64 cores": round(hours / 32, 1)})  # NaN: one seed has no spread to project from
+                     "hours, 64 cores": round(hours / 32, 2)})  # NaN: one seed has no spread to project from
     print(pd.DataFrame(rows).to_string(index=False) if rows else "every claim is resolved")
 
 # %% [markdown]

@@ -330,7 +330,8 @@ COMMITTED = REPO / "results"
 #: One run of each campaign whose execution record is committed, replayed in full by the test below: the
 #: record must give back that run's committed files on any machine, to the bit but for the last bits of the
 #: policy's float32 training diagnostics (wmrl.runs.FLOAT32_DIAGNOSTICS), which depend on the CPU.
-REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "core": "wmrl/seed0", "primary": "wmrl~tuning/seed6"}
+REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "core": "wmrl/seed0", "primary": "wmrl~tuning/seed6",
+            "redeclared": "wmrl/seed18"}
 
 
 def _record_contexts(path) -> set[str]:

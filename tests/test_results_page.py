@@ -125,8 +125,18 @@ def test_the_declared_runs_verdict_is_said_run_by_run_and_notebook_15_where_it_s
     params = {"REDECLARED_SEEDS": list(range(18, 66))}
     assert results_page.redeclared_sentence({}, params).endswith("(notebook 15, seeds 18-65): no look is trained yet.")
     looked = pd.DataFrame({"verdict": ["reproduced", "equivalent", "inconclusive"], "look": [1, 1, 1]})
-    assert "at look 1: 1 reproduced, 0 fails, 1 equivalent, 1 inconclusive of 3 claims" in \
+    assert "look 1: 1 reproduced, 0 fails, 1 equivalent, 1 inconclusive of 3 claims" in \
         results_page.redeclared_sentence({"15_redeclared": looked}, params)
+    looked = looked.assign(claim=["R-C0", "R-C1", "R-C4"], comparison=["grpo - untrained", "wmrl - grpo", "wm - grpo"],
+                           mean=[26.0, -5.36, 1.0], lo=[19.4, -8.47, -1.0], hi=[32.6, -2.26, 3.0],
+                           alpha_look=[0.000089] * 3)
+    assert results_page.redeclared_sentence({"15_redeclared": looked}, params).endswith(
+        "1 inconclusive of 3 claims; R-C1 wmrl - grpo = -5.4 [-8.5, -2.3], equivalent "
+        "([15_redeclared](notebooks/15_redeclared.ipynb)).")
+    looked.loc[1, "verdict"] = "inconclusive"
+    for table in (looked, looked.set_index("claim")):  # as notebook 15 declares it: indexed by claim
+        assert "R-C1 wmrl - grpo = -5.4 [-8.5, -2.3], open at level 0.0001 (" in \
+            results_page.redeclared_sentence({"15_redeclared": table}, params)
 
 
 def test_a_preset_without_results_says_how_to_make_them(tmp_path):
@@ -174,9 +184,8 @@ def test_the_readmes_summary_is_the_pages_and_is_rewritten_in_place(tmp_path):
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
     text = (tmp_path / "README.md").read_text()
     assert "**In short.** One.\n\n**The language-model agent** (" in text
-    assert ("paired by seed: grpo - sft = 28.7 [-21.5, 78.8] (inconclusive). Its declared analysis over held-out "
-            "tasks and seeds, which counts the tasks within a seed as independent, also calls grpo - sft = 25.7 "
-            "[9.8, 41.6] reproduced.\n") in text
+    assert ("paired by seed: grpo - sft = 28.7 [-21.5, 78.8] (inconclusive). The declared analysis over tasks and "
+            "seeds, counting a seed's tasks as independent, also calls grpo - sft reproduced.\n") in text
     agreeing = llm.replace("| inconclusive | 25.7", "| reproduced | 25.7").replace("[-21.5,", "[1.5,")
     (tmp_path / "page.md").write_text((tmp_path / "page.md").read_text().replace(llm, agreeing))
     results_page.write_readme_summary(tmp_path / "page.md", tmp_path / "README.md")
@@ -282,8 +291,9 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
             "replaced (median absolute difference 3.3 points) and 1 of its 9 verdicts changed (08 D1: a -> b).") in text
     assert "The core and beyond campaigns' committed runs predate" in text
     brief = results_page.reproducibility(tmp_path, brief=True)
-    assert brief == ("**Reproducibility.** The dial and primary campaigns replay from their execution record on an "
-                     "AVX-512 CPU, as recorded, every score, verdict and figure to the bit; retrained fresh, 4 of 30 "
+    assert brief == ("**Reproducibility.** The dial and primary campaigns replay from their execution record on a "
+                     "CPU of the recording CPU's class (AVX-512), as recorded, every score, verdict and figure to the "
+                     "bit; retrained fresh, 4 of 30 "
                      "runs came within 1 point, and 1 of 9 verdicts changed; the core and beyond campaigns keep none "
                      "([FINDINGS.md](FINDINGS.md)).")  # the redeclared campaign, with no run yet, is not named
     (folder / "primary.agreement.json").write_text(json.dumps(
@@ -299,8 +309,9 @@ def test_the_reproducibility_paragraph_names_the_recorded_campaigns_and_how_a_fr
         "Every campaign but one carries its record: the language-model agent's runs (notebook 07) are never "
         "recorded ([docs/reproducibility.md](docs/reproducibility.md)).")
     assert results_page.reproducibility(tmp_path, brief=True) == (
-        "**Reproducibility.** Every campaign but notebook 07's replays from its execution record on an AVX-512 CPU, "
-        "as recorded, every score, verdict and figure to the bit; retrained fresh, 4 of 30 (dial) "
+        "**Reproducibility.** Every campaign but notebook 07's replays from its execution record on a CPU of the "
+        "recording CPU's class (AVX-512), as recorded, every score, verdict and figure to the bit; retrained fresh, "
+        "4 of 30 (dial) "
         "and 10 of 48 (primary) runs came within 1 point, and 1 of 9 and 0 of 5 "
         "verdicts changed ([FINDINGS.md](FINDINGS.md)).")
     for campaign in ("core", "beyond"):
@@ -339,3 +350,21 @@ def test_the_primary_section_names_the_held_out_tasks_and_the_spread_of_wmrl_aga
         "Every seed is scored on the same 2 held-out tasks (a_task, b_task); per task, P-C1 (wmrl - grpo) runs from "
         "-7.7 to 3.3 points (section 1b).")
     assert "Every seed is scored on the same 7 held-out tasks" in (RESULTS.parent / "RESULTS.md").read_text()
+
+
+def test_each_record_is_said_to_replay_on_its_recording_cpus_class(tmp_path):
+    """Runs stamped with their CPU's float32 kernels (the unstamped ones were recorded on AVX-512 machines)."""
+    for run, kernels in (("grpo/seed0", None), ("wmrl/seed1", None), ("grpo~evalgrid/seed18", "AVX2")):
+        folder = tmp_path / "train" / "small" / run
+        folder.mkdir(parents=True)
+        machine = {"cpu_count": 2, **({"float32_kernels": kernels} if kernels else {})}
+        (folder / "summary.json").write_text(json.dumps({"provenance": {"machine": machine}}))
+    (tmp_path / "executions").mkdir()
+    for campaign in ("core", "redeclared"):
+        (tmp_path / "executions" / f"{campaign}.jsonl.gz").write_bytes(b"")
+    assert results_page.recorded_kernels("core", tmp_path) == ["AVX512"]
+    assert results_page.recorded_kernels("redeclared", tmp_path) == ["AVX2"]
+    assert ("execution record on a CPU of the recording CPU's class (AVX-512 for core; AVX2 for "
+            "redeclared), as recorded") in results_page.reproducibility(tmp_path, brief=True)
+    assert ("On a CPU whose float32 kernels are the recording CPU's (AVX-512 for core; AVX2 for redeclared), every "
+            "grammar-agent score") in results_page.reproducibility(tmp_path)

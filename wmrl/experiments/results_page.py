@@ -135,10 +135,9 @@ FAMILIES = (
      ("11_method_regime",)),
     ("The language-model agent",
      ("[07_llm_agent](notebooks/07_llm_agent.ipynb): SmolLM2-135M-Instruct, GRPO on TRL, preset `{LLM_PRESET}`, "
-     "seeds {LLM_SEEDS}; not counted above (its own runs). Last column: the analysis declared primary, paired over "
-     "held-out tasks and seeds, Holm within the L1 family; it counts the tasks within a seed as independent "
-     "replicates, which they are not (they share the seed's runs), so the seed-paired verdict is the one that "
-     "holds."), OWN_RUNS),
+     "seeds {LLM_SEEDS}; not counted above (its own runs). Last column: the analysis declared primary, over "
+     "held-out tasks and seeds (Holm within L1); it counts a seed's tasks as independent: the seed-paired "
+     "verdict holds."), OWN_RUNS),
 )
 FINDINGS_PAGE = "FINDINGS.md"
 
@@ -182,6 +181,33 @@ def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
+#: torch's float32 kernels on the CPUs that recorded the runs whose provenance predates the stamp
+#: (:func:`wmrl.provenance.float32_kernels`): AVX-512 machines.
+UNSTAMPED_KERNELS = "AVX512"
+
+
+def recorded_kernels(campaign: str, results: str | Path) -> list[str]:
+    """The float32 kernel classes (``AVX512``, ``AVX2``) of the CPUs that trained ``campaign``'s grammar runs, from
+    their provenance: a run replays to the bit on a CPU of the recording CPU's class."""
+    found = set()
+    for folder in selection(campaign, results, REDRAW_PRESET):
+        for path in folder.rglob("summary.json"):
+            if Path(results, "runs") not in path.parents:
+                machine = json.loads(path.read_text()).get("provenance", {}).get("machine", {})
+                found.add(machine.get("float32_kernels", UNSTAMPED_KERNELS))
+    return sorted(found) or [UNSTAMPED_KERNELS]
+
+
+def _kernels_said(recorded: list[str], results) -> str:
+    """``AVX-512`` when every record was made on one class, else each class with its campaigns."""
+    by = {}
+    for c in recorded:
+        by.setdefault(" or ".join(k.replace("AVX512", "AVX-512") for k in recorded_kernels(c, results)), []).append(c)
+    if len(by) == 1:
+        return next(iter(by))
+    return "; ".join(f"{k} for {_listed(cs)}" for k, cs in sorted(by.items(), key=lambda kv: -len(kv[1])))
+
+
 def reproducibility(results: str | Path, brief: bool = False) -> str:
     """One paragraph on how far the committed runs reproduce: which campaigns carry their execution record
     (``results/executions/<campaign>.jsonl.gz``, replayable to the bit but for float32 rounding), and how
@@ -200,25 +226,28 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
     earlier = {c for c, a in kept.items()  # runs added to or replaced in the record since its retraining
                if a.get("record_sha256") not in (None, record.digest(folder / f"{c}.jsonl.gz"))}
     if brief:
-        within = _listed([f"{a['within_1pt']} of {a['runs']}"
-                          + (f" ({c}{', an earlier record' if c in earlier else ''})" if len(kept) > 1
-                             else " (an earlier record)" if c in earlier else "")
-                          for c, a in kept.items()])
-        changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
-        fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed" if kept else ""
+        fresh = ""
+        if kept:
+            within = _listed([f"{a['within_1pt']} of {a['runs']}"
+                              + (f" ({c}{', an earlier record' if c in earlier else ''})" if len(kept) > 1
+                                 else " (an earlier record)" if c in earlier else "")
+                              for c, a in kept.items()])
+            changed = _listed([f"{len(a['verdicts_changed'])} of {a['verdicts']}" for a in kept.values()])
+            fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed"
+        cpu = f"on a CPU of the recording CPU's class ({_kernels_said(recorded, results)})"
         if not others:
-            return (f"**Reproducibility.** Every campaign but notebook 07's replays from its execution record on an "
-                    f"AVX-512 CPU, as recorded, every score, verdict and figure to the bit{fresh} "
-                    f"([FINDINGS.md](FINDINGS.md)).")
+            return (f"**Reproducibility.** Every campaign but notebook 07's replays from its execution record {cpu}, "
+                    f"as recorded, every score, verdict and figure to the bit{fresh} ([FINDINGS.md](FINDINGS.md)).")
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} "
-                f"from {'their' if many else 'its'} execution record on an AVX-512 CPU, as recorded, every score, "
+                f"from {'their' if many else 'its'} execution record {cpu}, as recorded, every score, "
                 f"verdict and figure to the bit{fresh}; the {_listed(others)} "
                 f"{'campaigns keep' if len(others) > 1 else 'campaign keeps'} none ([FINDINGS.md](FINDINGS.md)).")
     whose = "campaigns'" if many else "campaign's"
     said = [(f"**Reproducibility.** The {_listed(recorded)} {whose} runs carry their execution record "
              "(`results/executions/`): `python -m wmrl.reproduce --campaign C --replay-executions` retrains them "
-             "from it, executing nothing. On a CPU whose float32 kernels are the recording CPU's (AVX-512), every "
-             "grammar-agent score, verdict, table and figure comes back bit for bit; on another (AVX2) the policy's "
+             f"from it, executing nothing. On a CPU whose float32 kernels are the recording CPU's "
+             f"({_kernels_said(recorded, results)}), every grammar-agent score, verdict, table and figure comes back "
+             "bit for bit; on another the policy's "
              "float32 training diagnostics (loss, KL, entropy) come back to rounding, until its last bits flip a "
              "sampled decision and the replay stops, naming the run."
              + (" Notebook 06's VLA runs come back bit for bit too, on every x86-64 CPU with AVX2 and FMA: their "
@@ -285,9 +314,16 @@ def redeclared_sentence(tables: dict, params: dict) -> str:
     if t is None or t.empty:
         return f"Declared again at seeds no run had used ({where}): no look is trained yet."
     n = t.verdict.value_counts()
-    return (f"Declared again at seeds no run had used ({where}), at look {int(t.look.max())}: "
+    said = (f"Declared again at new seeds ({where}), look {int(t.look.max())}: "
             + ", ".join(f"{n.get(v, 0)} {v}" for v in ("reproduced", "fails", "equivalent", "inconclusive"))
-            + f" of {len(t)} claims ([{REDECLARED}](notebooks/{REDECLARED}.ipynb)).")
+            + f" of {len(t)} claims")
+    ids = t.claim if "claim" in t.columns else t.index.to_series(index=t.index)  # a declared table is indexed by claim
+    head = t[ids.astype(str).str.endswith("C1").to_numpy()] if "comparison" in t.columns else t.iloc[:0]
+    if len(head):  # the headline, WMRL against GRPO, with the level it is tested at
+        r, cid = head.iloc[0], ids[ids.astype(str).str.endswith("C1")].iloc[0]
+        said += (f"; {cid} {r.comparison} = {r['mean']:.1f} [{r.lo:.1f}, {r.hi:.1f}], "
+                 + (f"{r.verdict}" if r.verdict != "inconclusive" else f"open at level {r.alpha_look:.4f}"))
+    return said + f" ([{REDECLARED}](notebooks/{REDECLARED}.ipynb))."
 
 
 def verdict(table: pd.DataFrame | None, seeds) -> str:
@@ -344,8 +380,8 @@ def _render_results(read: _Read) -> str:
         lines += [PRIMARY_HEADING, "",
                   (f"Table 1's headline at seeds {_span(params['PRIMARY_SEEDS'])} in "
                    f"{len(params['PRIMARY_LOOKS'])} looks: late held-out Avg, Holm's verdicts at each look's level. "
-                   + ("The exploratory rerun, with the world model fitted on tasks no run uses; the declared runs' "
-                      "verdicts are above and in the notebook's section 0 " if read.declared is not None else "")
+                   + ("The exploratory rerun, its world model fitted on tasks no run uses; the declared runs' "
+                      "verdicts: above and the notebook's section 0 " if read.declared is not None else "")
                    + f"([notebook](notebooks/{PRIMARY}.ipynb), [figure](figures/{PRIMARY}.png))."
                    + (f" {tasks_sentence(read.per_task)}" if read.per_task is not None else "")), ""]
     else:
@@ -507,14 +543,14 @@ def _over_tasks_sentence(page_lines: list[str]) -> str:
                 and not set(cells[0]) <= set("-"):
             by_seed.append(f"{cells[3]} ({cells[4]})")
             if cells[5].endswith("(reproduced)") and cells[4] != "reproduced":
-                by_task_only.append(f"{cells[3].split(' = ')[0]} = {cells[5].removesuffix(' (reproduced)')}")
+                by_task_only.append(cells[3].split(" = ")[0])
     if not by_seed:
         return ""
     said = (f"**{FAMILIES[-1][0][0].upper()}{FAMILIES[-1][0][1:]}** ([notebook 07](notebooks/07_llm_agent.ipynb), "
             f"its own runs), points of held-out Avg paired by seed: {'; '.join(by_seed)}.")
     if by_task_only:
-        said += (" Its declared analysis over held-out tasks and seeds, which counts the tasks within a seed as "
-                 f"independent, also calls {'; '.join(by_task_only)} reproduced.")
+        said += (" The declared analysis over tasks and seeds, counting a seed's tasks as independent, also calls "
+                 f"{_listed(by_task_only)} reproduced.")
     return said
 
 
