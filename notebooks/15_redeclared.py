@@ -193,7 +193,7 @@ if LOOK is not None:
     ax.axhspan(-design.MARGIN, design.MARGIN, color="C2", alpha=0.15, label=f"equivalence margin ±{design.MARGIN:g}")
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xticks(range(len(CLAIMS)), [f"{c.id}\n{c.label}" for c in CLAIMS], fontsize=8)
-    ax.set(ylabel="paired value (points)", title=f"The claims per seed, look {LOOK} (mean, 95% CI)")
+    ax.set(xlabel="claim", ylabel="paired value (points)", title=f"The claims per seed, look {LOOK} (mean, 95% CI)")
     ax.legend(fontsize=8)
     taus = np.linspace(0, 100, 101)
     for arm, m in scores.items():
