@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from wmrl.experiments.costs import ray_wall_s
 from wmrl.provenance import REPO, provenance, write_json_atomic
 
 __all__ = ["main", "paired_ratios", "per_wave_overhead", "ratio_for"]
@@ -51,11 +52,10 @@ def per_wave_overhead(ray_s: list[float], local_s: list[float], startup_s: list[
 
 
 def ratio_for(run_s: float, runs: int, at_once: int, startup_s: float, per_wave_s: float) -> float:
-    """Ray's wall time over the local pool's for ``runs`` runs of ``run_s`` seconds, ``at_once`` at a time: the
-    local time ``ceil(runs / at_once) * run_s``, plus the start-up once and the cost of each wave."""
-    waves = -(-runs // at_once)
-    local = waves * run_s
-    return (local + startup_s + waves * per_wave_s) / local
+    """Ray's wall time over the local pool's for ``runs`` runs of ``run_s`` seconds, ``at_once`` at a time
+    (:func:`wmrl.experiments.costs.ray_wall_s` over the local ``ceil(runs / at_once) * run_s``)."""
+    ray = ray_wall_s(runs, run_s, at_once, {"median_startup_s": startup_s, "per_wave_overhead_s": per_wave_s})
+    return ray / (-(-runs // at_once) * run_s)
 
 
 def _python_s(code: str) -> float:

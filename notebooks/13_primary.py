@@ -80,7 +80,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from wmrl.experiments import claims, noise, plots, stats
+from wmrl.experiments import claims, costs, noise, plots, stats
 from wmrl.experiments.collect import ensure_arm_runs
 
 plots.use_style()
@@ -190,11 +190,16 @@ plt.show()
 #
 # The seeds each claim would need for a detectable difference of 3 and of 1 point (80% power, 5%
 # two-sided, one look), from its paired standard deviation here, and the training time of that many
-# seeds of the four arms: on this machine (one run at a time on 2 cores) and on a machine of N cores
-# running N/2 seeds side by side.
+# seeds of the four arms: on this machine (one run at a time on 2 cores) and on a Ray cluster of 64
+# cores running 32 runs side by side, with Ray's start-up and cost per wave of runs as measured on
+# this machine (`results/bench/ray_overhead.json`, `python -m bench.ray_overhead`).
 
 # %% tags=["nbval-check-output"]
 per_seed_s = runs.groupby("seed").wall_s.sum().mean()
+try:
+    OVERHEAD = nb.load_results("ray_overhead", cfg, "bench")
+except nb.ParameterError:  # not measured here: no Ray column
+    OVERHEAD = None
 
 
 def seeds_for(sd, target):
@@ -207,9 +212,11 @@ for c in CLAIMS:
     sd = float(np.std(c.per_seed(runs[runs.seed.isin(DESIGN[LOOK - 1].seeds)]), ddof=1))
     for target in (3.0, 1.0):
         n = seeds_for(sd, target) if np.isfinite(sd) else np.nan
-        rows.append({"claim": c.id, "paired sd": round(sd, 2), "detect (points)": target, "seeds": n,
-                     "hours, 2 cores": round(n * per_seed_s / 3600, 1),
-                     "hours, 32 cores": round(n * per_seed_s / 3600 / 16, 1)})
+        row = {"claim": c.id, "paired sd": round(sd, 2), "detect (points)": target, "seeds": n,
+               "hours, 2 cores": round(n * per_seed_s / 3600, 1)}
+        if OVERHEAD is not None and np.isfinite(n):
+            row["hours, 64 cores (Ray)"] = round(costs.ray_wall_s(4 * int(n), per_seed_s / 4, 32, OVERHEAD) / 3600, 1)
+        rows.append(row)
 SIZING = pd.DataFrame(rows)
 # the one sizing the pages quote
 nb.save_results(SIZING, "seeds_needed", cfg, f"primary/{cfg.preset}", keep_unchanged=True)

@@ -368,3 +368,23 @@ def test_each_record_is_said_to_replay_on_its_recording_cpus_class(tmp_path):
             "redeclared), as recorded") in results_page.reproducibility(tmp_path, brief=True)
     assert ("On a CPU whose float32 kernels are the recording CPU's (AVX-512 for core; AVX2 for redeclared), every "
             "grammar-agent score") in results_page.reproducibility(tmp_path)
+
+
+def test_the_sizing_sentence_adds_the_ray_clusters_hours_where_notebook_13_measured_them():
+    import pandas as pd
+
+    sizing = pd.DataFrame({"claim": ["P-C0", "P-C1"] * 2, "detect (points)": [3.0, 3.0, 1.0, 1.0],
+                           "seeds": [35, 60, 293, 524], "hours, 2 cores": [5.0, 8.0, 41.0, 73.0]})
+    assert "(5 to 8 hours of its four arms on 2 cores)" in results_page._sizing_sentence(sizing)
+    sizing["hours, 64 cores (Ray)"] = [0.4, 0.6, 2.8, 4.9]
+    said = results_page._sizing_sentence(sizing)
+    assert "(5 to 8 hours of its four arms on 2 cores, 0.4 to 0.6 on 64 through Ray)" in said
+    assert "(41 to 73 hours of its four arms on 2 cores, 2.8 to 4.9 on 64 through Ray)" in said
+
+
+def test_ray_waves_pay_its_measured_cost_each_and_its_start_up_once():
+    from wmrl.experiments.costs import ray_wall_s
+
+    overhead = {"median_startup_s": 20.0, "per_wave_overhead_s": 5.0}
+    assert ray_wall_s(64, 100.0, 32, overhead) == 2 * (100 + 5) + 20  # 64 runs, 32 at a time: two waves
+    assert ray_wall_s(65, 100.0, 32, overhead) == 3 * (100 + 5) + 20

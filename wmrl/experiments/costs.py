@@ -21,8 +21,8 @@ from wmrl.arms import get_arm
 from wmrl.experiments.paper import ANCHOR_SHARE_APPENDIX, ANCHOR_SHARE_TEXT, gpu_hours
 from wmrl.ledger import COMPONENTS
 
-__all__ = ["add_totals", "amdahl_speedup", "compute_table", "fit_cost_model", "paper_gpu_hour_check",
-           "project_costs", "stream_items"]
+__all__ = ["RAY_OVERHEAD", "add_totals", "amdahl_speedup", "compute_table", "fit_cost_model", "paper_gpu_hour_check",
+           "project_costs", "ray_wall_s", "stream_items"]
 
 
 def add_totals(runs: pd.DataFrame) -> pd.DataFrame:
@@ -136,3 +136,16 @@ def amdahl_speedup(grpo: float, wm: float, anchor_share) -> np.ndarray:
     with Table 1's GPU-hours, an upper bound on the speedup the paper's totals allow at anchor share ``a``."""
     a = np.asarray(anchor_share, dtype=float)
     return grpo / (wm + a * (grpo - wm))
+
+
+#: Under ``RESULTS_DIR``: Ray's measured cost on one machine, its start-up and its cost per wave of runs
+#: trained side by side (``python -m bench.ray_overhead``).
+RAY_OVERHEAD = "bench/ray_overhead.json"
+
+
+def ray_wall_s(runs: int, run_s: float, at_once: int, overhead: dict) -> float:
+    """The wall seconds of ``runs`` runs of ``run_s`` seconds each, ``at_once`` side by side, through Ray: one wave
+    after another, each costing Ray's measured ``per_wave_overhead_s`` on top, and Ray's ``median_startup_s`` once
+    (``overhead``: :data:`RAY_OVERHEAD`'s content)."""
+    waves = -(-runs // at_once)
+    return waves * (run_s + overhead["per_wave_overhead_s"]) + overhead["median_startup_s"]

@@ -482,11 +482,12 @@ def findings_page(results: str | Path, preset: str = "small") -> str:
 
 def _sizing_sentence(sizing: pd.DataFrame) -> str:
     """The seeds (and hours on 2 cores) the primary family's paired spreads ask for, per detectable difference."""
-    said = []
+    said, ray = [], "hours, 64 cores (Ray)"
     for target, d in sizing.groupby("detect (points)", sort=False):
         said.append(f"{target:g} point{'s' * (target != 1)} takes {int(d.seeds.min())} to {int(d.seeds.max())} seeds "
                     f"per claim ({d['hours, 2 cores'].min():.0f} to {d['hours, 2 cores'].max():.0f} hours of its four "
-                    "arms on 2 cores)")
+                    "arms on 2 cores" + (f", {d[ray].min():.1f} to {d[ray].max():.1f} on 64 through Ray"
+                                         if ray in d and d[ray].notna().all() else "") + ")")
     return (f"Sized from the primary family's own paired values (notebook 13, section 4; 80% power, one look): "
             f"detecting {'; '.join(said)}. The split above explains the spread; these counts, from the paired "
             "values themselves, are the ones to size a campaign by.")
