@@ -62,6 +62,14 @@ def test_a_quick_variant_trains_the_first_of_its_campaigns_seeds_in_its_own_fold
     assert "--quick" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("campaign", ["core", "primary", "redeclared", "llm"])
+def test_a_quick_variant_trains_a_seed_its_campaign_owns(campaign):
+    """The primary and redeclared campaigns own their own seeds: a quick variant at seed 0 would train neither."""
+    params = campaigns.notebook_params("small")
+    owned = [r.seeds for r in campaigns.CAMPAIGNS[campaign].runs if r.seeds] or [campaigns.CAMPAIGNS[campaign].seeds]
+    assert campaigns.quick_seed(campaign, "small") == params[owned[0]][0]
+
+
 def test_a_failing_notebook_is_named_the_others_still_run_and_the_status_is_nonzero(calls, monkeypatch, capsys):
     def train(name, preset, kernel, params=None, records=None):
         if name == "00_theory":

@@ -80,11 +80,12 @@ CAMPAIGNS: dict[str, Campaign] = {
     "primary": Campaign("the primary family, declared before its runs: notebook 13 (untrained, grpo, wm and wmrl "
                         "at the preset's PRIMARY_SEEDS, in looks; wm and wmrl with the world model fitted on "
                         "the tuning split)",
-                        (13,), runs=(Runs((DEFAULT, *PRIMARY_TAGS), seeds="PRIMARY_SEEDS"),)),
+                        (13,), runs=(Runs((DEFAULT, *PRIMARY_TAGS), seeds="PRIMARY_SEEDS"),), seeds="PRIMARY_SEEDS"),
     "redeclared": Campaign("the primary family declared again at seeds no run had used: notebook 15 (untrained, "
                            "grpo, wm and wmrl at the preset's REDECLARED_SEEDS, in looks; grpo evaluated after each "
                            "of its first steps too)",
-                           (15,), runs=(Runs((DEFAULT, *REDECLARED_TAGS), seeds="REDECLARED_SEEDS"),)),
+                           (15,), runs=(Runs((DEFAULT, *REDECLARED_TAGS), seeds="REDECLARED_SEEDS"),),
+                           seeds="REDECLARED_SEEDS"),
     "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at three seeds, each seed with its own warm start)",
                     (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS",
                     unrecorded="its warm start is built outside the runs' records, and a rebuilt one is not "
