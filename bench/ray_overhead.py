@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wmrl.experiments.costs import ray_wall_s
+from wmrl.experiments.costs import ray_wall_s, waves
 from wmrl.provenance import REPO, provenance, write_json_atomic
 
 __all__ = ["main", "paired_ratios", "per_wave_overhead", "ratio_for"]
@@ -55,7 +55,7 @@ def ratio_for(run_s: float, runs: int, at_once: int, startup_s: float, per_wave_
     """Ray's wall time over the local pool's for ``runs`` runs of ``run_s`` seconds, ``at_once`` at a time
     (:func:`wmrl.experiments.costs.ray_wall_s` over the local ``ceil(runs / at_once) * run_s``)."""
     ray = ray_wall_s(runs, run_s, at_once, {"median_startup_s": startup_s, "per_wave_overhead_s": per_wave_s})
-    return ray / (-(-runs // at_once) * run_s)
+    return ray / (waves(runs, at_once) * run_s)
 
 
 def _python_s(code: str) -> float:
@@ -107,8 +107,7 @@ def main(argv=None) -> int:
         print(f"round {k + 1}: local {local[-1]:.1f} s, ray {ray[-1]:.1f} s, Ray's start-up {startup[-1]:.1f} s",
               flush=True)
     ratios = paired_ratios(ray, local)
-    waves = -(-len(args.arms) * len(args.seeds) // args.jobs)
-    per_wave = per_wave_overhead(ray, local, startup, waves)
+    per_wave = per_wave_overhead(ray, local, startup, waves(len(args.arms) * len(args.seeds), args.jobs))
     write_json_atomic(args.out, {
         "campaign": {"arms": args.arms, "seeds": args.seeds, "preset": args.preset, "runs_at_once": args.jobs},
         "local_s": local, "ray_s": ray, "startup_s": startup, "ratio_ray_over_local": ratios,

@@ -22,7 +22,7 @@ from wmrl.experiments.paper import ANCHOR_SHARE_APPENDIX, ANCHOR_SHARE_TEXT, gpu
 from wmrl.ledger import COMPONENTS
 
 __all__ = ["RAY_OVERHEAD", "add_totals", "amdahl_speedup", "compute_table", "fit_cost_model", "paper_gpu_hour_check",
-           "project_costs", "ray_wall_s", "stream_items"]
+           "project_costs", "ray_wall_s", "stream_items", "waves"]
 
 
 def add_totals(runs: pd.DataFrame) -> pd.DataFrame:
@@ -143,9 +143,13 @@ def amdahl_speedup(grpo: float, wm: float, anchor_share) -> np.ndarray:
 RAY_OVERHEAD = "bench/ray_overhead.json"
 
 
+def waves(runs: int, at_once: int) -> int:
+    """How many rounds ``runs`` runs take ``at_once`` side by side: ``ceil(runs / at_once)``."""
+    return -(-runs // at_once)
+
+
 def ray_wall_s(runs: int, run_s: float, at_once: int, overhead: dict) -> float:
     """The wall seconds of ``runs`` runs of ``run_s`` seconds each, ``at_once`` side by side, through Ray: one wave
     after another, each costing Ray's measured ``per_wave_overhead_s`` on top, and Ray's ``median_startup_s`` once
     (``overhead``: :data:`RAY_OVERHEAD`'s content)."""
-    waves = -(-runs // at_once)
-    return waves * (run_s + overhead["per_wave_overhead_s"]) + overhead["median_startup_s"]
+    return waves(runs, at_once) * (run_s + overhead["per_wave_overhead_s"]) + overhead["median_startup_s"]

@@ -317,11 +317,11 @@ def redeclared_sentence(tables: dict, params: dict) -> str:
     said = (f"Declared again at new seeds ({where}), look {int(t.look.max())}: "
             + ", ".join(f"{n.get(v, 0)} {v}" for v in ("reproduced", "fails", "equivalent", "inconclusive"))
             + f" of {len(t)} claims")
-    ids = t.claim if "claim" in t.columns else t.index.to_series(index=t.index)  # a declared table is indexed by claim
-    head = t[ids.astype(str).str.endswith("C1").to_numpy()] if "comparison" in t.columns else t.iloc[:0]
+    t = t if "claim" in t.columns else t.reset_index()  # a declared table is indexed by claim
+    head = t[t.claim.astype(str).str.endswith("C1")] if {"claim", "comparison"} <= set(t.columns) else t.iloc[:0]
     if len(head):  # the headline, WMRL against GRPO, with the level it is tested at
-        r, cid = head.iloc[0], ids[ids.astype(str).str.endswith("C1")].iloc[0]
-        said += (f"; {cid} {r.comparison} = {r['mean']:.1f} [{r.lo:.1f}, {r.hi:.1f}], "
+        r = head.iloc[0]
+        said += (f"; {r.claim} {r.comparison} = {r['mean']:.1f} [{r.lo:.1f}, {r.hi:.1f}], "
                  + (f"{r.verdict}" if r.verdict != "inconclusive" else f"open at level {r.alpha_look:.4f}"))
     return said + f" ([{REDECLARED}](notebooks/{REDECLARED}.ipynb))."
 
