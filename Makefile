@@ -21,7 +21,7 @@ venv: $(VENV)/.installed
 ## Each campaign removes its own runs (--fresh), retrains, redraws, rewrites RESULTS.md (dial, beyond after core); EXECUTOR=ray: docs/cluster.md.
 reproduce reproduce-dial reproduce-beyond reproduce-primary reproduce-llm: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(or $(subst reproduce-,,$(filter reproduce-%,$@)),core) --fresh
-## Continue a campaign (CAMPAIGN=core, dial, beyond, primary, llm; redeclared: its next look): finished runs are kept.
+## Continue a campaign (CAMPAIGN=core, dial, beyond, primary; redeclared, llm: the next look): finished runs are kept.
 CAMPAIGN ?= core
 reproduce-resume: $(VENV)/.installed
 	$(REPRODUCE) --campaign $(CAMPAIGN)

@@ -1,18 +1,34 @@
-r"""Notebook 07's readout: the LLM agent's runs, the paper's Table 1 claims of them, and its world model.
+r"""Notebook 07's readout and design: the LLM agent's runs, the paper's Table 1 claims of them, and its world model.
 
 The runs are the LLM agent's arms (:mod:`wmrl.trainer.llm.train`) at one preset: ``untrained``
 (the instruct model as it ships), ``sft`` (the supervised warm start the trained arms start from,
-when the preset has one) and the trained arms. What is read from them was decided before the
-``llm-small`` runs were trained:
+when the preset has one) and the trained arms.
+
+**The design, declared before any run at its seeds** (the preset's ``LLM_SEEDS``, 6-17 at
+``llm-small``: seeds no earlier ``llm-small`` design ran at). Every run starts from one warm start,
+shared by all seeds and kept (``llm.sft_seed``, ``llm.sft_lora_rank``: a LoRA adapter under
+``results/warm_starts/``), so a seed varies the RL alone and the ``sft`` arm is that warm start evaluated
+with the seed's sampling. The estimand is a run's held-out Avg at its final evaluation; the **seed is the
+unit of replication** (the held-out tasks within a seed share its runs and are not replicates). Two
+families, each corrected by Holm's method within itself (:data:`FAMILIES`): the primary, does each
+trained arm improve on the warm start it starts from (L1, L1-wm, L1-wmrl); the secondary, this scale's
+premise (L0, the warm start beats the instruct model) and Table 1's comparisons of the trained arms
+(L2-L4). Per claim, on its per-seed paired values, a two-sided t-test against 0 and the two one-sided
+tests of equivalence within notebook 15's margin (``_redeclared.MARGIN`` points); looks after 4, 8
+and 12 seeds (``LLM_LOOKS``) at the Lan-DeMets O'Brien-Fleming level of their information fraction, 5%
+overall; a claim resolved at a look keeps its verdict and the next look trains only the arms an open
+claim compares (notebook 15's rule, :func:`run_design`). After the last look, :func:`seeds_to_resolve`
+states what an open claim would cost.
+
+**Earlier designs**, on the page beside this one (:data:`EARLIER`, :func:`earlier_designs`): seeds 0-2 and
+then 3-5, each seed with its own warm start (a full fine-tune), their primary analysis pooled over
+held-out tasks and seeds (it counted the tasks within a seed as replicates). Recomputed with the seed as
+the unit, their verdicts are kept as they came out.
+
+What is read from the runs besides the claims:
 
 - **held-out Avg** (the paper's metric) and the **held-out ok rate** (the share of held-out
   samples with a turn that ran ok) per arm, and each arm's percentile per held-out task;
-- **the claims** (:data:`LLM`) seed-paired as everywhere, and beside them the analysis declared
-  primary: the same differences paired over the held-out tasks and seeds at the final evaluation
-  (:func:`task_paired`), with Holm's correction within the L1 family (:data:`LLM_LEARNS`: does each
-  trained arm improve on its start?). Its pairs of one seed share that seed's runs, so it counts
-  dependent pairs as replicates; the seed-paired verdicts are the ones that hold.
-  :func:`declaration` is the table the notebook declares for ``RESULTS.md`` (both, one row per claim);
 - **the training signal** per step (:func:`step_table`): the reward the update saw, the real ok
   rate of the executed groups, the reply length in tokens, turns, malformed replies, KL, entropy;
 - **the compute** (:func:`compute_breakdown`): measured seconds per component (generation, world
@@ -26,7 +42,9 @@ when the preset has one) and the trained arms. What is read from them was decide
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,18 +52,26 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+try:  # notebook 15's tests, looks and stopping rule; a notebook imports its helpers from beside it
+    from _primary import looks
+    from _redeclared import MARGIN, arms_due, run_looks, seeds_to_resolve
+    from _redeclared import what_we_see as design_sentences
+except ModuleNotFoundError:  # imported as a module of the repository (the tests)
+    from notebooks._primary import looks  # noqa: F401
+    from notebooks._redeclared import MARGIN, arms_due, run_looks, seeds_to_resolve  # noqa: F401
+    from notebooks._redeclared import what_we_see as design_sentences
 from wmrl.arms import get_arm
 from wmrl.experiments import paper
-from wmrl.experiments.claims import Claim, evaluate_claims, what_we_see
+from wmrl.experiments.claims import Claim, evaluate_claims
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.costs import compute_table
-from wmrl.experiments.stats import ALPHA, fmt_ci, holm, mean_ci, t_test_p, verdict
+from wmrl.provenance import REPO
 from wmrl.trainer.llm.grpo import SAID
 from wmrl.world_model.llm import stat_rates
 
-__all__ = ["LLM", "LLM_LEARNS", "STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity", "anchor_pairs",
-           "compute_breakdown", "declaration", "final_evals", "per_task", "readout", "status_confusion", "step_table",
-           "task_paired", "world_model_counts"]
+__all__ = ["EARLIER", "FAMILIES", "LLM", "LLM_LEARNS", "STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity",
+           "anchor_pairs", "compute_breakdown", "design_arms", "earlier_designs", "final_evals", "per_task", "readout",
+           "run_design", "status_confusion", "step_table", "world_model_counts"]
 
 #: Notebook 07's claims on the LLM agent: Table 1's rows, with the warm start as the policy the trained arms
 #: start from. The L1 family (each trained arm against that start) is the notebook's primary question, "does the
@@ -61,10 +87,13 @@ LLM = (
     Claim("L3", "a pure world model falls below GRPO", paper.versus("wm", "grpo"), "wm", "grpo", expect="<"),
     Claim("L4", "WMRL beats the pure world model", paper.versus("wmrl", "wm"), "wmrl", "wm"),
 )
-#: The primary family of notebook 07, corrected together (Holm) over held-out tasks and seeds.
+#: The primary family of notebook 07: does each trained arm improve on the warm start it starts from?
 LLM_LEARNS = ("L1", "L1-wm", "L1-wmrl")
-#: The columns of :func:`task_paired` that :func:`declaration` adds to the claims table.
-OVER_TASKS = ("over tasks (95% CI)", "verdict over tasks")
+#: The design's two families, each corrected by Holm within itself at every look.
+FAMILIES = {"primary": LLM_LEARNS, "secondary": ("L0", "L2", "L3", "L4")}
+#: The designs declared before this one: what each was, the commit holding its runs, and its seeds.
+EARLIER = (("seeds 0-2: a warm start per seed, on the runnable habit plans; 6 GRPO steps", "2b3f8d1", (0, 1, 2)),
+           ("seeds 3-5: a warm start per seed, on every habit plan; 8 GRPO steps", "fbe1fa0", (3, 4, 5)))
 
 #: The per-step columns of an LLM run that :func:`step_table` reads (where a run logged them).
 STEP_COLUMNS = ("train_reward", "real_reward", "wm_reward", "real_ok_rate", "status_acc", "completion_tokens",
@@ -87,47 +116,6 @@ def per_task(final: pd.DataFrame, arms) -> pd.DataFrame:
     """
     t = final.pivot_table(index=["category", "task"], columns="arm", values="percentile", aggfunc="mean")
     return t[[a for a in arms if a in t.columns]]
-
-
-def task_paired(final: pd.DataFrame, claims=LLM, families=(LLM_LEARNS,)) -> pd.DataFrame:
-    """Each claim's difference (points) paired over held-out tasks and seeds at the final evaluation.
-
-    Per (seed, task) of ``final`` (:func:`final_evals`): the two arms' avg@k percentiles, differenced.
-    Reported: the mean with its 95% Student-t interval over those pairs, the two-sided p-value, on
-    how many pairs the first arm of the comparison is ahead, tied or behind, and the verdict on the
-    paper's side (:func:`~wmrl.experiments.stats.verdict`) after Holm's correction within the claim's
-    family: each of ``families`` (claim ids) is one family, every other claim is a family with the
-    rest. The pairs share training runs (a run is scored on every task), so the interval is over the
-    tasks and seeds the agent is scored on, given those runs.
-    """
-    last = final.set_index(["arm", "seed", "task"]).percentile
-    rows = []
-    for c in claims:
-        if c.op != "diff" or not {c.a, c.b} <= set(final.arm):
-            continue
-        d = (last.loc[c.a] - last.loc[c.b]).dropna().to_numpy()
-        m, lo, hi = mean_ci(d)
-        rows.append({"claim": c.id, "comparison": c.label, "over tasks (95% CI)": fmt_ci(m, lo, hi, 1),
-                     "mean": m, "lo": lo, "hi": hi, "pairs": len(d), "first ahead": int((d > 0).sum()),
-                     "tied": int((d == 0).sum()), "second ahead": int((d < 0).sum()), "p": t_test_p(d),
-                     "expect": c.expect})
-    if not rows:
-        return pd.DataFrame()
-    out = pd.DataFrame(rows).set_index("claim")
-    declared = [[c for c in ids if c in out.index] for ids in families]
-    rest = [c for c in out.index if not any(c in ids for ids in declared)]
-    out["p_holm"] = np.nan
-    for ids in (*declared, rest):
-        if ids:
-            out.loc[ids, "p_holm"] = holm(out.loc[ids, "p"].fillna(1.0).to_numpy())
-    out["verdict over tasks"] = [_holm_verdict(r) for _, r in out.iterrows()]
-    return out.drop(columns="expect")
-
-
-def _holm_verdict(r) -> str:
-    """The interval's verdict, kept only where the Holm-adjusted p-value is below the level too."""
-    v = verdict(r.lo, r.hi, r.expect)
-    return v if r.p_holm < ALPHA or v == "inconclusive" else "inconclusive"
 
 
 def step_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -226,6 +214,77 @@ def world_model_counts(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def design_claims(arms) -> dict[str, list[Claim]]:
+    """Each family's claims (:data:`FAMILIES`) whose two arms are among ``arms``."""
+    return {f: [c for c in LLM if c.id in ids and {c.a, c.b} <= set(arms)] for f, ids in FAMILIES.items()}
+
+
+def run_design(runs: pd.DataFrame, design, arms) -> tuple[pd.DataFrame | None, pd.DataFrame, bool]:
+    """Notebook 15's stopping rule (:func:`_redeclared.run_looks`) over each family of the claims on ``arms``.
+
+    Returns ``(table, history, stopped)``: one row per claim at the look that resolved it or the last look
+    analysed (None before the first look), with its ``family``; one row per (look, claim) tested; and whether
+    both families have stopped."""
+    tables, histories, stopped = [], [], True
+    for family, claims in design_claims(arms).items():
+        if not claims:
+            continue
+        table, history, done = run_looks(runs, claims, design)
+        stopped &= done
+        if table is not None:
+            tables.append(table.assign(family=family))
+        if len(history):
+            histories.append(history.assign(family=family))
+    table = pd.concat(tables) if tables else None
+    return table, pd.concat(histories, ignore_index=True) if histories else pd.DataFrame(), stopped
+
+
+def design_arms(table: pd.DataFrame | None, arms) -> list[str]:
+    """The arms the next look trains: those an open claim compares (every claim's before the first look), in
+    the order of ``arms``; every one of ``arms`` where no claim compares two of them (a smoke run's)."""
+    claims = [c for family in design_claims(arms).values() for c in family]
+    if not claims:
+        return list(arms)
+    if table is not None:
+        claims = [c for c in claims if c.id in table.index and table.loc[c.id, "verdict"] == "inconclusive"]
+    due = set(arms_due(claims))
+    return [a for a in arms if a in due]
+
+
+def _summary_at(commit: str, preset: str, arm: str, seed: int) -> dict:
+    path = f"results/train/{preset}/{arm}/seed{seed}/summary.json"
+    shown = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{path}"], capture_output=True, check=False)
+    if shown.returncode != 0:
+        raise FileNotFoundError(f"{commit}:{path} is not in this clone's history: {shown.stderr.decode()[:200]}")
+    return json.load(io.BytesIO(shown.stdout))
+
+
+def earlier_designs(cfg, preset: str, arms) -> pd.DataFrame | None:
+    """The earlier designs' claims (:data:`EARLIER`), recomputed with the seed as the unit: each design's runs read
+    from git at its commit, :func:`~wmrl.experiments.claims.evaluate_claims` over its seeds in the two families of
+    this design (Holm within each). Kept in ``RESULTS_DIR/llm/<preset>/earlier.parquet`` (rewritten only when it
+    changes); a clone without that history reads the kept table. None at another preset than ``llm-small``."""
+    from wmrl.experiments import notebook as nb
+
+    if preset != "llm-small":
+        return None
+    subdir = f"llm/{preset}"
+    try:
+        frames = []
+        for design, commit, seeds in EARLIER:
+            runs = pd.DataFrame([{"arm": arm, "seed": seed, "avg": _summary_at(commit, preset, arm, seed)["heldout"]["avg"]}
+                                 for arm in arms for seed in seeds])
+            for family, claims in design_claims(arms).items():
+                frames.append(evaluate_claims(runs, claims).reset_index()
+                              .assign(design=design, commit=commit, family=family))
+        found = pd.concat(frames, ignore_index=True)[["design", "commit", "family", "claim", "statement", "comparison",
+                                                      "mean", "lo", "hi", "seeds", "p", "p_holm", "verdict_holm"]]
+    except FileNotFoundError:
+        return nb.load_results("earlier", cfg, subdir)
+    nb.save_results(found, "earlier", cfg, subdir, keep_unchanged=True)
+    return found
+
+
 @dataclass(frozen=True)
 class LLMReadout:
     """Everything notebook 07 and ``RESULTS.md`` read from the LLM runs (each run's files read once)."""
@@ -233,8 +292,7 @@ class LLMReadout:
     final: pd.DataFrame
     pairs: pd.DataFrame
     confusion: pd.DataFrame
-    claims: pd.DataFrame
-    by_task: pd.DataFrame
+    claims: pd.DataFrame | None
     tasks: pd.DataFrame
     steps: pd.DataFrame
     compute: pd.DataFrame
@@ -243,29 +301,19 @@ class LLMReadout:
     sentences: list[str]
 
 
-def readout(runs: pd.DataFrame, arms) -> LLMReadout:
-    """The readout of ``runs`` (one row per run, as :func:`~wmrl.experiments.collect.ensure_arm_runs` gives)."""
+def readout(runs: pd.DataFrame, arms, table: pd.DataFrame | None = None) -> LLMReadout:
+    """The readout of ``runs`` (one row per run, as :func:`~wmrl.experiments.collect.ensure_arm_runs` gives), with
+    the design's claims ``table`` (:func:`run_design`; None: none analysed yet)."""
     arms = [a for a in arms if a in set(runs.arm)]
-    table = evaluate_claims(runs, [c for c in LLM if {c.a, c.b} <= set(arms)])
     final, pairs, steps = final_evals(runs), anchor_pairs(runs), step_table(runs)
-    by_task = task_paired(final)
     compute = compute_breakdown(runs, arms)
     fidelity, counts, confusion = anchor_fidelity(pairs, steps), world_model_counts(runs), status_confusion(runs)
-    return LLMReadout(final, pairs, confusion, table, by_task, per_task(final, arms), steps, compute, fidelity, counts,
-                      what_we_see(table) + _sentences(final, arms, by_task, steps, compute, fidelity, counts, confusion))
+    said = design_sentences(table) if table is not None else []
+    return LLMReadout(final, pairs, confusion, table, per_task(final, arms), steps, compute, fidelity, counts,
+                      said + _sentences(final, arms, steps, compute, fidelity, counts, confusion))
 
 
-def declaration(r: LLMReadout) -> pd.DataFrame:
-    """The claims table notebook 07 declares (:func:`wmrl.experiments.notebook.save_claims`): the seed-paired
-    claims with the primary analysis over held-out tasks and seeds beside each (:data:`OVER_TASKS`; empty where a
-    claim has none), so ``RESULTS.md`` prints both from the declaration."""
-    out = r.claims.copy()
-    for col in OVER_TASKS:
-        out[col] = [r.by_task.loc[cid, col] if cid in r.by_task.index else "" for cid in out.index]
-    return out
-
-
-def _sentences(final, arms, by_task, steps, compute, fidelity, counts, confusion) -> list[str]:
+def _sentences(final, arms, steps, compute, fidelity, counts, confusion) -> list[str]:
     """The readout in words, every number computed from the tables above."""
     out = []
     ok = final.groupby("arm").ok_rate.mean()
@@ -274,12 +322,6 @@ def _sentences(final, arms, by_task, steps, compute, fidelity, counts, confusion
         real = steps.groupby("arm", sort=False).real_ok_rate.mean().dropna()
         out.append("Executed training trajectories with a turn that ran ok (mean over steps): "
                    + ", ".join(f"{a} {100 * v:.0f}%" for a, v in real.items()) + ".")
-    if len(by_task):
-        pooled = [f"{r.comparison} {r['over tasks (95% CI)']} points ({r['first ahead']} ahead, {r.tied} tied, "
-                  f"{r['second ahead']} behind; {r['verdict over tasks']}, {cid})" for cid, r in by_task.iterrows()]
-        pairs = "/".join(str(n) for n in by_task.pairs.unique())
-        out.append(f"Over {pairs} held-out task pairs, the tasks of every seed pooled (they share the seed's runs, "
-                   "so these intervals are narrower than the seed-paired ones that hold): " + "; ".join(pooled) + ".")
     if len(compute):
         shares = ", ".join(f"{a} {s:.0%}" for a, s in compute["generation share"].items())
         out.append(f"Generation's share of the measured training compute: {shares}.")

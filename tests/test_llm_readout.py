@@ -62,39 +62,87 @@ def llm_runs(tmp_path):
     return tmp_path, add_totals(load_runs("llm-small", tmp_path))
 
 
-def test_the_task_paired_interval_is_the_student_t_interval_of_the_per_task_differences(llm_runs):
-    _, runs = llm_runs
-    t = la.task_paired(la.final_evals(runs))
-    d = 100 * (np.array(FINAL["wmrl"]) - np.array(FINAL["grpo"]))
-    lo, hi = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
-    assert t.loc["L2", "mean"] == pytest.approx(d.mean())
-    assert (t.loc["L2", "lo"], t.loc["L2", "hi"]) == (pytest.approx(lo), pytest.approx(hi))
-    assert (t.loc["L2", "first ahead"], t.loc["L2", "tied"], t.loc["L2", "second ahead"]) == (2, 0, 1)
-    assert t.loc["L2", "pairs"] == 3 and t.loc["L2", "verdict over tasks"] == "inconclusive"
-    assert set(t.index) == {"L0", "L1", "L1-wm", "L1-wmrl", "L2", "L3", "L4"}
-    assert t.loc["L2", "p"] == pytest.approx(sps.ttest_1samp(d, 0).pvalue)
-    # Holm within the declared family (L1, L1-wm, L1-wmrl) and, apart, within the rest (L0, L2-L4)
+def _design_runs(gains: dict[str, list[float]]) -> pd.DataFrame:
+    """Runs (arm, seed, avg as a fraction) whose arms beat sft by ``gains[arm]`` points at seeds 6, 7, ..."""
+    seeds = range(6, 6 + len(next(iter(gains.values()))))
+    base = {s: 0.30 + 0.01 * (s % 3) for s in seeds}
+    rows = [{"arm": "sft", "seed": s, "avg": base[s]} for s in seeds]
+    rows += [{"arm": "untrained", "seed": s, "avg": 0.0} for s in seeds]
+    rows += [{"arm": arm, "seed": s, "avg": base[s] + g / 100} for arm, gs in gains.items() for s, g in zip(seeds, gs)]
+    return pd.DataFrame(rows)
+
+
+def test_the_design_tests_each_family_by_seed_with_holm_within_it_at_the_looks_level():
+    """Per claim the seed-paired t-test (scipy), Holm within its family alone (statsmodels), the look's level; the
+    equivalence test and the stopping rule are notebook 15's (tests/test_redeclared.py)."""
     from statsmodels.stats.multitest import multipletests
 
-    for family in (["L1", "L1-wm", "L1-wmrl"], ["L0", "L2", "L3", "L4"]):
-        expected = multipletests(t.loc[family, "p"].to_numpy(), method="holm")[1]
-        assert t.loc[family, "p_holm"].to_numpy() == pytest.approx(expected)
+    gains = {"grpo": [20, 25, 18, 30], "wm": [5, -8, 12, -3], "wmrl": [22, 27, 24, 19]}
+    runs = _design_runs(gains)
+    design = la.looks(list(range(6, 10)), [4])
+    table, history, stopped = la.run_design(runs, design, ["untrained", "sft", "grpo", "wm", "wmrl"])
+    assert stopped and set(table.index) == {"L0", "L1", "L1-wm", "L1-wmrl", "L2", "L3", "L4"}
+    assert table.family.to_dict() == {"L1": "primary", "L1-wm": "primary", "L1-wmrl": "primary", "L0": "secondary",
+                                      "L2": "secondary", "L3": "secondary", "L4": "secondary"}
+    ps = {arm: sps.ttest_1samp(g, 0).pvalue for arm, g in gains.items()}
+    primary = ["L1", "L1-wm", "L1-wmrl"]
+    assert table.loc[primary, "p"].to_numpy() == pytest.approx([ps["grpo"], ps["wm"], ps["wmrl"]])
+    assert table.loc[primary, "p_holm"].to_numpy() == pytest.approx(
+        multipletests([ps["grpo"], ps["wm"], ps["wmrl"]], method="holm")[1])
+    assert table.loc["L1", "verdict"] == table.loc["L1-wmrl", "verdict"] == "reproduced"
+    assert table.loc["L1-wm", "verdict"] == "inconclusive"
+    d = np.array(gains["wmrl"]) - np.array(gains["grpo"])
+    assert table.loc["L2", "mean"] == pytest.approx(d.mean()) and table.loc["L2", "seeds"] == 4
+    assert set(history.family) == {"primary", "secondary"} and (history.alpha_look == design[0].alpha).all()
 
 
-def test_a_task_paired_verdict_needs_the_holm_adjusted_p_below_the_level():
-    rows, wmrl = [], (2.0, -0.6, 1.5, -0.1, 1.0, 0.2)  # wmrl - sft: p = 0.034 alone, 0.068 after Holm (x2)
-    for seed in (0, 1):
-        for i, task in enumerate("abcdef"):
-            rows += [{"arm": "sft", "seed": seed, "task": task, "percentile": 10.0 + i},
-                     {"arm": "grpo", "seed": seed, "task": task, "percentile": 14.0 + i + 0.5 * (-1) ** i},
-                     {"arm": "wm", "seed": seed, "task": task, "percentile": 10.6 + i + 1.5 * (-1) ** i},
-                     {"arm": "wmrl", "seed": seed, "task": task, "percentile": 10.0 + i + wmrl[i]}]
-    t = la.task_paired(pd.DataFrame(rows))
-    assert t.loc["L1", "verdict over tasks"] == "reproduced" and t.loc["L1", "p_holm"] < 0.05
-    assert t.loc["L1-wm", "verdict over tasks"] == "inconclusive"
-    unadjusted = t.loc["L1-wmrl"]
-    assert unadjusted.lo > 0 and unadjusted.p < 0.05  # its own interval excludes 0 ...
-    assert unadjusted.p_holm >= 0.05 and unadjusted["verdict over tasks"] == "inconclusive"  # ... Holm's does not
+def test_the_next_look_trains_only_the_arms_an_open_claim_compares_and_waits_for_them():
+    gains = {"grpo": [20, 25, 18, 30, 21, 26, 22, 28], "wm": [5, -8, 12, -3, 4, -6, 9, -2],
+             "wmrl": [22, 27, 24, 19, 23, 25, 21, 26]}
+    runs = _design_runs(gains)
+    arms = ["untrained", "sft", "grpo", "wm", "wmrl"]
+    design = la.looks(list(range(6, 14)), [4, 8])
+    assert la.design_arms(None, arms) == arms  # before the first look: every arm
+    first = runs[runs.seed < 10]
+    table, _, stopped = la.run_design(first, design, arms)
+    assert not stopped and int(table.look.max()) == 1
+    open_claims = set(table.index[table.verdict == "inconclusive"])
+    due = la.design_arms(table, arms)
+    assert set(due) == {a for c in la.LLM if c.id in open_claims for a in (c.a, c.b)}
+    assert la.design_arms(table.assign(verdict="reproduced"), arms) == []
+    # a look is analysed only once every arm due has all its seeds: without wm's, not the primary family's look 2
+    assert "L1-wm" in open_claims
+    _, history, stopped = la.run_design(pd.concat([first, runs[(runs.seed >= 10) & (runs.arm != "wm")]]), design, arms)
+    assert not stopped and not ((history.look == 2) & (history.family == "primary")).any()
+    _, history, _ = la.run_design(runs, design, arms)
+    assert ((history.look == 2) & (history.family == "primary")).any()
+
+
+def test_the_earlier_designs_are_recomputed_by_seed_from_their_commits(tmp_path):
+    """Each earlier design's runs at its commit (git history), the claims evaluated over its own seeds: the values
+    an independent reading of the same summaries gives."""
+    import subprocess
+
+    from wmrl.provenance import REPO
+
+    design, commit, seeds = la.EARLIER[1]
+    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", commit], capture_output=True, check=False).returncode:
+        pytest.skip(f"commit {commit} is not in this clone's history")
+    cfg = nb.check_params({"MODE": "redraw", "PRESET": "small", "SEEDS": None, "RESULTS_DIR": str(tmp_path),
+                           "FIGURES_DIR": str(tmp_path / "figures")}, notebook="07_llm_agent")
+    arms = ["untrained", "sft", "grpo", "wm", "wmrl"]
+    found = la.earlier_designs(cfg, "llm-small", arms)
+    assert list(found.design.unique()) == [d for d, _, _ in la.EARLIER]
+    mine = found[found.design == design].set_index("claim")
+    avg = {(arm, s): json.loads(subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{commit}:results/train/llm-small/{arm}/seed{s}/summary.json"],
+        capture_output=True, check=True).stdout)["heldout"]["avg"] for arm in arms for s in seeds}
+    d = np.array([avg[("wmrl", s)] - avg[("sft", s)] for s in seeds]) * 100
+    lo, hi = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
+    assert mine.loc["L1-wmrl", "mean"] == pytest.approx(d.mean())
+    assert (mine.loc["L1-wmrl", "lo"], mine.loc["L1-wmrl", "hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert (tmp_path / "llm" / "llm-small" / "earlier.parquet").is_file()  # kept for clones without the history
+    assert la.earlier_designs(cfg, "llm-smoke", arms) is None
 
 
 def test_anchor_fidelity_is_the_pairs_error_and_rank_correlation_and_the_mean_status_accuracy(llm_runs):
@@ -125,7 +173,8 @@ def test_the_world_models_rates_are_per_check_asked_and_the_compute_per_item_is_
 
 def test_the_readouts_sentences_carry_the_computed_numbers_and_the_results_page_has_an_llm_section(llm_runs):
     root, runs = llm_runs
-    r = la.readout(runs, list(FINAL))
+    table, _, _ = la.run_design(runs, la.looks([0], [1]), list(FINAL))
+    r = la.readout(runs, list(FINAL), table)
     text = " ".join(r.sentences)
     assert "4 replies could not be parsed" in text and "40 checks" in text  # two runs of (24 - 4) checks, 2 failures each
     assert "40 predictions, 4 of them settled by the deterministic gate" in text
@@ -133,13 +182,23 @@ def test_the_readouts_sentences_carry_the_computed_numbers_and_the_results_page_
     assert "wmrl 67%" in text  # two of three held-out samples ran ok
     cfg = nb.check_params({"MODE": "redraw", "PRESET": "small", "SEEDS": None, "RESULTS_DIR": str(root),
                            "FIGURES_DIR": str(root / "figures")}, notebook="07_llm_agent")
-    nb.save_claims(la.declaration(r), cfg, "the language-model agent", r.sentences)  # as the notebook declares
+    nb.save_claims(table, cfg, "the language-model agent", r.sentences)  # as the notebook declares
     page = results_page(root, "small")
     section = page.split("## The language-model agent", 1)[1]
-    over = r.by_task.loc["L1", "over tasks (95% CI)"]
-    assert "| L1 | GRPO improves on the policy it starts from |" in section and over in section
+    assert "| L1 | GRPO improves on the policy it starts from |" in section and "seeds 6-17 in looks after 4, 8 " \
+        "and 12 seeds" in section
     assert "| L2 |" in section and "| L0 |" in section
     assert "In short.** No claims could be tested yet" in page  # the LLM claims are not the grammar agent's count
+    nb.withdraw_claims(cfg)  # no look analysed: the section names the earlier designs, or is left out
+    assert "language-model agent" not in results_page(root, "small")
+    earlier = pd.DataFrame([{"design": "seeds 3-5: one", "family": "primary", "comparison": "grpo - sft",
+                             "mean": 28.65, "lo": -21.5, "hi": 78.8, "verdict_holm": "inconclusive"}])
+    (root / "llm" / "llm-small").mkdir(parents=True)
+    earlier.to_parquet(root / "llm" / "llm-small" / "earlier.parquet")
+    section = results_page(root, "small").split("## The language-model agent", 1)[1]
+    assert "No look of this design is analysed yet." in section
+    assert "Earlier designs (a warm start per seed), recomputed with the seed as the unit: seeds 3-5: grpo - sft " \
+           "28.6 [-21.5, 78.8] (inconclusive)" in section
 
 
 def test_a_preset_without_llm_runs_leaves_the_section_out(tmp_path):

@@ -131,6 +131,103 @@ def test_a_runnable_warm_start_with_no_target_that_runs_is_refused_saying_so(poo
     assert not any(tmp_path.iterdir()), "nothing is left behind"
 
 
+_MERGE_SCRIPT = """
+import json, sys
+from pathlib import Path
+from wmrl.trainer.llm.sft import merge_adapter
+print(json.dumps(merge_adapter(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))))
+"""
+
+
+def test_a_lora_warm_start_is_kept_shared_by_every_seed_and_merged_to_the_same_bits_under_other_kernels(
+        pool, tmp_path, tiny_model, monkeypatch):
+    """With ``llm.sft_lora_rank`` and ``llm.sft_seed`` the warm start is one adapter for every seed, kept beside the
+    results with the digest of its merged weights; the merge equals W + (alpha/r) B A computed independently, gives
+    the same bits with numpy's and torch's vector kernels switched off, and a lost model folder is merged again
+    from the kept adapter, never refitted; an instruct model other than the adapter's is refused."""
+    import json
+    import os
+
+    import torch
+    from safetensors.torch import load_file
+
+    from wmrl.models import tiny_llama
+    from wmrl.presets import run_config
+    from wmrl.runs import per_category
+    from wmrl.trainer.llm import sft
+
+    over = {"llm.sft_steps": 2, "llm.sft_per_task": 2, "llm.sft_batch": 1, "llm.sft_lr": 1e-2,
+            "llm.sft_lora_rank": 2, "llm.sft_seed": 7}
+    cfgs = [run_config(arm, "llm-smoke", seed, over, agent="llm") for arm, seed in (("sft", 0), ("wmrl", 1))]
+    tasks = per_category(pool.train, cfgs[0].train.train_tasks)
+    models, kept = tmp_path / "models", tmp_path / "results" / "warm_starts"
+    folder, record = sft.sft_folder(cfgs[0], tiny_model, tasks, models, kept=kept)
+    assert sft.sft_folder(cfgs[1], tiny_model, tasks, models, kept=kept) == (folder, record)  # one for every seed
+    adapter = kept / folder.name
+    assert sorted(p.name for p in adapter.iterdir()) == ["adapter_config.json", sft.ADAPTER, "wmrl_sft.json"]
+    assert record["seed"] == 7 and record["lora_rank"] == 2 and record["provenance"]["seed"] == 7
+    assert json.loads((adapter / "wmrl_sft.json").read_text())["weights_sha256"] == record["weights_sha256"]
+
+    from transformers import AutoModelForCausalLM
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_model)).state_dict()
+    merged = AutoModelForCausalLM.from_pretrained(str(folder))
+    assert sft.weights_sha256(merged) == record["weights_sha256"]
+    lora, changed = load_file(str(adapter / sft.ADAPTER)), 0
+    for key, a in lora.items():
+        if ".lora_A." in key:
+            name = key.removeprefix("base_model.model.").replace(".lora_A.weight", ".weight")
+            b = lora[key.replace(".lora_A.", ".lora_B.")]
+            want = base[name].double() + sft.LORA_ALPHA_PER_RANK * (b.double() @ a.double())
+            torch.testing.assert_close(merged.state_dict()[name].double(), want, rtol=0, atol=1e-6)
+            changed += not torch.equal(merged.state_dict()[name], base[name])
+    assert changed > 0, "the fit moved no weight: the test would not see a merge"
+
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "NPY_DISABLE_CPU_FEATURES": _numpy_vector_features()}
+    other = subprocess.run([sys.executable, "-c", _MERGE_SCRIPT, str(tiny_model), str(adapter), str(tmp_path / "o")],
+                           env=env, capture_output=True, text=True, check=True)
+    assert json.loads(other.stdout.strip().splitlines()[-1]) == record["weights_sha256"]
+
+    import shutil
+    shutil.rmtree(folder)
+    monkeypatch.setattr(sft, "_fit", lambda *a, **k: pytest.fail("a kept adapter was fitted again"))
+    assert sft.sft_folder(cfgs[1], tiny_model, tasks, models, kept=kept) == (folder, record)
+    shutil.rmtree(folder)
+    with pytest.raises(RuntimeError, match="differs from the one it was fitted to"):
+        sft.sft_folder(cfgs[0], tiny_llama(tmp_path / "other", tiny_model, seed=1), tasks, models, kept=kept)
+    assert sft.sft_folder(cfgs[0], tiny_model, tasks, models, kept=kept) == (folder, record)
+    shutil.rmtree(adapter)  # a merged folder without its kept adapter is not a warm start of this results folder
+    with pytest.raises(RuntimeError, match=f"the warm start {adapter} .* is not built yet"):
+        sft.sft_folder(cfgs[0], tiny_model, tasks, models, build=False, kept=kept)
+
+
+def test_llm_smalls_warm_start_is_the_kept_one_and_merges_to_its_recorded_digest_on_this_cpu(pool, smollm2_folder,
+                                                                                                   tmp_path):
+    """The adapter committed under results/warm_starts/ is the one an llm-small run at any seed starts from (its key
+    is the preset's, on this machine's pool and prompts), and merged into the dequantised instruct model here it
+    gives the weights whose digest was kept where it was fitted, on another CPU."""
+    import json
+
+    from wmrl.presets import run_config
+    from wmrl.provenance import REPO
+    from wmrl.runs import per_category
+    from wmrl.trainer.llm import sft
+
+    cfg = run_config("wmrl", "llm-small", 11, agent="llm")
+    adapter = REPO / "results" / "warm_starts" / f"sft-{sft._key(cfg, per_category(pool.train, cfg.train.train_tasks))}"
+    assert (adapter / sft.ADAPTER).is_file(), f"llm-small's warm start {adapter.name} is not the kept one"
+    kept = json.loads((adapter / "wmrl_sft.json").read_text())
+    assert kept["seed"] == cfg.llm.sft_seed and kept["lora_rank"] == cfg.llm.sft_lora_rank
+    assert sft.merge_adapter(smollm2_folder, adapter, tmp_path / "merged") == kept["weights_sha256"]
+
+
+def _numpy_vector_features() -> str:
+    """The SIMD features numpy dispatches to on this CPU, for ``NPY_DISABLE_CPU_FEATURES`` (the baseline ones cannot
+    be switched off and are left out)."""
+    from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
+
+    return " ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f) and f not in __cpu_baseline__)
+
+
 def test_the_reward_hook_returns_the_steps_fused_rewards_scaled_by_the_group_count():
     """G w_g R_gi, with R from the WMRL step (real on anchors, calibrated predictions elsewhere)."""
     from wmrl.config import MethodConfig
@@ -209,6 +306,7 @@ def test_every_llm_presets_trl_configs_build_under_the_installed_transformers(pr
         sft = sft_args(cfg, tmp_path / arm / "sft")
         assert grpo.gradient_checkpointing is sft.gradient_checkpointing is cfg.llm.gradient_checkpointing
         assert grpo.max_steps == cfg.train.steps and sft.max_steps == cfg.llm.sft_steps
+        assert not grpo.bf16 and not sft.bf16 and not grpo.fp16 and not sft.fp16  # float32 on the CPU (no GPU here)
     assert run_config("wmrl", preset, agent="llm").llm.gradient_checkpointing is (preset == "llm-paper")
 
 
@@ -624,9 +722,11 @@ def test_a_warm_start_fitted_to_other_prompt_text_is_another_warm_start(pool, mo
     from wmrl.trainer.llm import sft
 
     cfg = run_config("sft", "llm-small", 0, agent="llm")
-    tasks, base = list(pool.train), Path("/models/base")
-    key = sft._key(base, cfg, tasks)
-    assert sft._key(base, cfg, list(reversed(tasks))) == key  # the same prompts in another order: the same one
+    tasks = list(pool.train)
+    key = sft._key(cfg, tasks)
+    assert sft._key(cfg, list(reversed(tasks))) == key  # the same prompts in another order: the same one
+    assert sft._key(run_config("wmrl", "llm-small", 9, agent="llm"), tasks) == key  # llm.sft_seed: every seed's
+    assert sft._key(run_config("sft", "llm-small", 0, {"llm.sft_seed": 1}, agent="llm"), tasks) != key
     edited = sft.task_messages
 
     def with_a_new_line(task, contract, facts):
@@ -634,4 +734,4 @@ def test_a_warm_start_fitted_to_other_prompt_text_is_another_warm_start(pool, mo
         return [system, {**user, "content": user["content"] + "\nThink step by step."}]
 
     monkeypatch.setattr(sft, "task_messages", with_a_new_line)
-    assert sft._key(base, cfg, tasks) != key
+    assert sft._key(cfg, tasks) != key

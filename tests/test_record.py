@@ -218,17 +218,16 @@ def test_replaying_executions_without_a_record_says_where_it_looked_and_trains_n
     assert "no execution record in" in capsys.readouterr().err
 
 
-def test_only_the_replayable_notebooks_train_under_a_record(folders, monkeypatch):
+def test_every_notebook_trains_under_its_campaigns_record(folders, monkeypatch):
     seen = {}
     monkeypatch.setattr(reproduce, "ensure_kernel", lambda kernel: None)
     monkeypatch.setattr(reproduce, "_sync", lambda name: None)
     monkeypatch.setattr(reproduce, "train_notebook", lambda name, *a, **k: seen.setdefault(
         name, (os.environ.get(record.ENV), os.environ.get(record.CONTEXT_ENV))))
     assert reproduce.main(["--only", "03_anchor_only", "06_vla", "07_llm_agent", "--preset", "smoke"]) == 0
-    assert seen["07_llm_agent"] == (None, None)
-    for name in ("03_anchor_only", "06_vla"):
+    for name, campaign in (("03_anchor_only", "core"), ("06_vla", "core"), ("07_llm_agent", "llm")):
         spec, context = seen[name]
-        assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / 'core.jsonl.gz'}"
+        assert spec == f"record:{folders / 'smoke' / 'results' / 'executions' / f'{campaign}.jsonl.gz'}"
         assert context == name and record.ENV not in os.environ  # set for the notebook only
 
 

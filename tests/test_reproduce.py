@@ -313,8 +313,8 @@ def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_r
     summary(train / "wmrl~oracle-0.2" / "seed0", 120.0)
     summary(train / "wmrl~std" / "seed1", 30.0)
     summary(results / "train" / "llm-small" / "grpo" / "seed0", 7200.0)
-    summary(results / "train" / "llm-small" / "wm" / "seed3", 600.0)  # the llm campaign's quick seed
-    summary(results / "runs" / "small-seeds3" / "results" / "train" / "llm-small" / "wm" / "seed3", 5.0)  # scratch
+    summary(results / "train" / "llm-small" / "wm" / "seed6", 600.0)  # the llm campaign's quick seed
+    summary(results / "runs" / "small-seeds6" / "results" / "train" / "llm-small" / "wm" / "seed6", 5.0)  # scratch
     times = reproduce.timings(results)
     assert (times["core"]["train_s"], times["core"]["runs"]) == (90.0, 2)  # a variant's scratch run is not one
     assert (times["llm-quick"]["train_s"], times["llm-quick"]["runs"]) == (600.0, 1)
@@ -348,9 +348,6 @@ def test_a_claims_tables_verdicts_are_each_of_its_verdict_columns_by_claim(tmp_p
     frame.to_parquet(tmp_path / "seeds.parquet")
     assert reproduce._verdicts(tmp_path / "seeds.parquet").to_dict() == {
         "L1": "reproduced", "L2": "inconclusive", "L1 after Holm": "inconclusive", "L2 after Holm": "inconclusive"}
-    frame.assign(**{"verdict over tasks": ["reproduced", "fails"]}).to_parquet(tmp_path / "tasks.parquet")
-    found = reproduce._verdicts(tmp_path / "tasks.parquet").to_dict()
-    assert len(found) == 6 and (found["L1 over tasks"], found["L2 over tasks"]) == ("reproduced", "fails")
 
 
 @pytest.mark.parametrize("arm, same", [("grpo", True), ("wmrl", False)])

@@ -86,10 +86,9 @@ CAMPAIGNS: dict[str, Campaign] = {
                            "of its first steps too)",
                            (15,), runs=(Runs((DEFAULT, *REDECLARED_TAGS), seeds="REDECLARED_SEEDS"),),
                            seeds="REDECLARED_SEEDS"),
-    "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at three seeds, each seed with its own warm start)",
-                    (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS",
-                    unrecorded="its warm start is built outside the runs' records, and a rebuilt one is not "
-                               "bit-identical"),
+    "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at the preset's LLM_SEEDS, in looks, "
+                    "every run from one kept warm start)",
+                    (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS"),
 }
 
 

@@ -149,6 +149,14 @@ class LLMConfig:
     #: that run ok in the sandbox on their training task (rejection sampling, run once while the
     #: set is built)
     sft_targets: Literal["habits", "runnable"] = "habits"
+    #: the seed the warm start is drawn and fitted with: None, the run's own (one warm start per seed); a
+    #: number, one warm start shared by the runs of every seed, which then vary the RL alone (the paper
+    #: trains every run from one starting model)
+    sft_seed: int | None = None
+    #: 0: the warm start fine-tunes every weight; r > 0: it fits a rank-r LoRA adapter on every linear
+    #: layer (peft), kept under ``<results>/warm_starts/`` so that a rerun starts from the same weights, and
+    #: merged into the instruct model in an order of float64 operations that is the same on every CPU
+    sft_lora_rank: int = 0
     #: GRPO loss aggregation in TRL: ``dr_grpo`` sums token log-probs with a constant normaliser
     #: (the paper's sequence log-probability g = 1/n sum_i A_i grad log pi(tau_i), up to a constant),
     #: ``dapo`` over the step's model tokens; TRL's entropy bonus is a per-token mean under both, so
@@ -185,7 +193,8 @@ class LLMConfig:
 
     def __post_init__(self):
         check_section(self)
-        at_least(self, max_new_tokens=1, obs_max_tokens=1, sft_steps=0, sft_batch=1, sft_per_task=1, micro_batch=1)
+        at_least(self, max_new_tokens=1, obs_max_tokens=1, sft_steps=0, sft_batch=1, sft_per_task=1, micro_batch=1,
+                 sft_lora_rank=0)
 
 
 @dataclass(frozen=True)

@@ -68,12 +68,13 @@ _NOTEBOOK_ARMS = {
 # the default runs themselves
 _DEFAULT_PROFILE = WorldModelConfig().profile
 _FIDELITY_DIAL = {"FIDELITY_DISTORTION": "optimistic", "FIDELITY_PROFILES": [_DEFAULT_PROFILE, "pessimistic"]}
-# 07_llm_agent: which LLM preset, arms and seeds the notebook reads at each grammar preset (each seed has its
-# own warm start; three seeds are the fewest that give a seed-paired interval; at `small`, seeds that no earlier
-# llm-small design was run at, since the design was chosen after those runs were seen)
-_LLM_AGENT = {"smoke": {"LLM_PRESET": "llm-smoke", "LLM_ARMS": ["untrained", "wmrl"], "LLM_SEEDS": [0]},
+# 07_llm_agent: which LLM preset, arms and seeds the notebook reads at each grammar preset, and its looks (seeds
+# analysed at each; notebooks/_llm_agent.py declares the design). At `small`, seeds no earlier llm-small design
+# ran at (0-2 and 3-5 did), in looks of four: about the two hours a look may take on 2 cores
+_LLM_AGENT = {"smoke": {"LLM_PRESET": "llm-smoke", "LLM_ARMS": ["untrained", "wmrl"], "LLM_SEEDS": [0],
+                        "LLM_LOOKS": [1]},
               "small": {"LLM_PRESET": "llm-small", "LLM_ARMS": ["untrained", "sft", "grpo", "wm", "wmrl"],
-                        "LLM_SEEDS": [3, 4, 5]}}
+                        "LLM_SEEDS": list(range(6, 18)), "LLM_LOOKS": [4, 8, 12]}}
 # 09_exploit_stress: the exploitable world model's region, the arms trained with it (read against their
 # default runs), the arms trained with it and conditional calibration, and the reference without a world model
 _STRESS = {"STRESS_EXPLOIT": "huge_capacity", "STRESS_ARMS": ["wm", "od", "wmrl"], "STRESS_FIXES": ["wmrl"],
@@ -182,14 +183,15 @@ PRESETS.update({p.name: p for p in (
     ),
     Preset(
         "llm-small", "llm",
-        "The LLM agent (SmolLM2-135M-Instruct) on 2 CPU cores, sized so that three seeds of every arm train "
-        "within the campaign's two hours (`python -m bench.llm_bench` times a step and measures the runnable "
+        "The LLM agent (SmolLM2-135M-Instruct) on 2 CPU cores, sized so that four seeds of every arm (a look of "
+        "notebook 07) train within the campaign's two hours (`python -m bench.llm_bench` times a step and measures the runnable "
         "rate and the warm start's targets, on the training tasks). The agent chooses and does not code: it "
         "replies with a plan, the grammar's design decisions as key=value lines (llm.contract=plan), which the "
         "grammar's renderer turns into the script, in one turn of at most 64 tokens; the world model is the "
         "program-analysis model (world_model.kind=static), since the frozen 135M policy does not tell one "
-        "script from another (notebook 05). Every trained arm starts from a supervised warm start (TRL's "
-        "SFTTrainer, 30 steps of 4 at the SFT learning rate) on the plans of the grammar habits' design "
+        "script from another (notebook 05). Every trained arm at every seed starts from one supervised warm start "
+        "(TRL's SFTTrainer, 30 steps of 4 at lr 5e-4, drawn and fitted at seed 0: a rank-8 LoRA adapter on every "
+        "linear layer, kept in results/warm_starts/) on the plans of the grammar habits' design "
         "decisions for the training tasks, 8 drawn per task, the failing ones included; GRPO then takes 8 steps "
         "of 4 groups of 4 (one anchor group, 25%) at lr 3e-5 without the KL term (a quarter of the update's "
         "time goes to the reference model's forward pass, and eight steps stay close to the start); rollouts and "
@@ -203,7 +205,8 @@ PRESETS.update({p.name: p for p in (
              "method.ivd_window": 2, "method.ivd_warmup_groups": 3, "sandbox.timeout_s": 10.0,
              "world_model.kind": "static", "llm.contract": "plan", "train.temperature": 0.7,
              "llm.sft_targets": "habits", "llm.max_new_tokens": 64, "llm.obs_max_tokens": 128, "llm.sft_steps": 30,
-             "llm.sft_per_task": 8, "llm.sft_batch": 4, "llm.micro_batch": 4},
+             "llm.sft_per_task": 8, "llm.sft_batch": 4, "llm.micro_batch": 4, "llm.sft_seed": 0,
+             "llm.sft_lora_rank": 8, "llm.sft_lr": 5e-4},
     ),
     Preset(
         "llm-paper", "llm",

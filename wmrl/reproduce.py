@@ -51,8 +51,8 @@ diagnostics, which depend on the CPU); it exits non-zero if any differs. A campa
 preset prints its agreement with the last commit's (:func:`agreement`): runs within 1 point of
 held-out Avg, verdicts changed, and the share of scripts whose outcome changed between the records;
 it keeps it beside its record (``<campaign>.agreement.json``), where FINDINGS.md and the README's results
-block read it. The LLM notebook is neither recorded nor replayed: an LLM run records and replays like a
-grammar run, but the campaign's warm start is built outside its runs, and a rebuilt one is not bit-identical.
+block read it. The LLM campaign's runs start from a warm start kept beside them (``results/warm_starts/``),
+so they replay like a grammar campaign's.
 """
 
 from __future__ import annotations
@@ -112,8 +112,9 @@ QUICKSTART = (
     ("make reproduce-beyond", "notebooks 09, 10, 12 and new ablations (after make reproduce)", "beyond"),
     ("make reproduce-primary", "notebook 13: the primary family, declared in advance, at 12 new seeds in two looks",
      "primary"),
-    ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, three seeds", "llm"),
-    ("make reproduce-llm-quick", "a first look at notebook 07: its five arms at one seed, in results/runs/ (intervals over its tasks only)",
+    ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, its first look of four seeds",
+     "llm"),
+    ("make reproduce-llm-quick", "a first look at notebook 07: its five arms at its first seed, in results/runs/",
      "llm-quick"),
     (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
      "run:wmrl/seed0"),
@@ -294,12 +295,12 @@ def _committed(rel: Path) -> bytes | None:
 
 
 #: A claims table's verdict columns, each named as the agreement reports a change in it.
-VERDICTS = {"verdict": "", "verdict_holm": " after Holm", "verdict over tasks": " over tasks"}
+VERDICTS = {"verdict": "", "verdict_holm": " after Holm"}
 
 
 def _verdicts(source):
-    """A claims table's verdicts by claim and column: the interval verdict, and where the table has them the
-    verdict after the family's correction and the primary analysis over tasks."""
+    """A claims table's verdicts by claim and column: the interval verdict, and where the table has it the
+    verdict after the family's correction."""
     import pandas as pd
 
     frame = pd.read_parquet(source).set_index("claim")

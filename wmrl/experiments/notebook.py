@@ -60,6 +60,7 @@ __all__ = [
     "save_results",
     "use_style",
     "variant_folders",
+    "withdraw_claims",
 ]
 
 MODES = ("redraw", "train")
@@ -285,6 +286,15 @@ def save_claims(table: pd.DataFrame, cfg: NotebookConfig, title: str, sentences=
         raise ValueError("a declared sentence is one line")
     frame = table.reset_index().assign(title=title, findings="\n".join(sentences))
     return save_results(frame, cfg.notebook, cfg, CLAIMS_SUBDIR.format(preset=cfg.preset), keep_unchanged=True)
+
+
+def withdraw_claims(cfg: NotebookConfig) -> None:
+    """Remove the notebook's declared claims (:func:`save_claims`) and their provenance, where there are any: a
+    notebook whose design has no analysed data yet declares nothing, rather than leave an earlier design's table
+    on the page as if it were its own."""
+    path = cfg.results_dir / CLAIMS_SUBDIR.format(preset=cfg.preset) / f"{cfg.notebook}.parquet"
+    for stale in (path, _sidecar(path)):
+        stale.unlink(missing_ok=True)
 
 
 def save_findings(sentences, cfg: NotebookConfig, title: str) -> Path:

@@ -89,18 +89,10 @@ def _paper_cell(text: str) -> str:
     return str(text) if rest == str(text) else ("- " + rest).strip()
 
 
-def _over_tasks_rows(table: pd.DataFrame, notebook: str) -> list[str]:
-    """Rows of a table declared with a second analysis over held-out tasks (:data:`OVER_TASKS`)."""
-    shown = claims.claims_display(table)
-    return ["| " + " | ".join(_cell(v) for v in (
-        cid, r.statement, r.paper, r["ours (95% CI)"], r.verdict,
-        f"{table.loc[cid, OVER_TASKS[0]]} ({table.loc[cid, OVER_TASKS[1]]})" if table.loc[cid, OVER_TASKS[0]] else ""))
-        + " |" for cid, r in shown.iterrows()]
-
-
 def _claims_rows(table: pd.DataFrame, notebook: str) -> list[str]:
     shown = claims.claims_display(table)
-    col = "verdict (Holm)" if _declared(table) else "verdict"
+    # a sequential design's verdict (notebook 07's: Holm at the look's level, equivalence too) is its ``verdict``
+    col = "verdict (Holm)" if _declared(table) and "p_tost" not in table.columns else "verdict"
     out = []
     for cid, r in shown.iterrows():
         out.append("| " + " | ".join(_cell(v) for v in (
@@ -119,12 +111,10 @@ PER_TASK = "primary/{preset}/per_task.parquet"
 REDECLARED = "15_redeclared"
 CLAIMS_HEADER = ["| claim | statement | paper | ours (95% CI) | detectable | verdict | notebook |",
                  "|---|---|---|---|---|---|---|"]
-#: A declared table with these columns (notebook 07's) adds a second analysis, over held-out tasks and seeds.
-OVER_TASKS = ("over tasks (95% CI)", "verdict over tasks")
-OVER_TASKS_HEADER = ["| claim | statement | paper | ours (95% CI) | verdict | over tasks (95% CI) |",
-                     "|---|---|---|---|---|---|"]
 #: Notebooks whose claims are about runs of another agent (the LLM's), listed apart and not counted in the summary.
 OWN_RUNS = ("07_llm_agent",)
+#: Notebook 07's earlier designs, recomputed with the seed as the unit (``notebooks/_llm_agent.py``: ``earlier_designs``).
+EARLIER = "llm/{LLM_PRESET}/earlier.parquet"
 #: The page's families after the primary one: (heading, what it holds, its notebooks in order).
 FAMILIES = (
     ("The paper's other tables", "Table 3's ablation and Table 2's embodied transfer.",
@@ -135,9 +125,8 @@ FAMILIES = (
      ("11_method_regime",)),
     ("The language-model agent",
      ("[07_llm_agent](notebooks/07_llm_agent.ipynb): SmolLM2-135M-Instruct, GRPO on TRL, preset `{LLM_PRESET}`, "
-     "seeds {LLM_SEEDS}; not counted above (its own runs). Last column: the analysis declared primary, over "
-     "held-out tasks and seeds (Holm within L1); it counts a seed's tasks as independent: the seed-paired "
-     "verdict holds."), OWN_RUNS),
+     "seeds {llm_seeds} in looks after {llm_looks} seeds, every run from one kept warm start; not counted above (its own "
+     "runs). Seed-paired, Holm within the primary family (L1) and the rest, at each look's level."), OWN_RUNS),
 )
 FINDINGS_PAGE = "FINDINGS.md"
 
@@ -154,6 +143,7 @@ class _Read:
     reproducibility: str = ""
     declared: pd.DataFrame | None = None  # the primary family's declared runs (notebook 13, section 0)
     per_task: pd.DataFrame | None = None  # its claims per held-out task (notebook 13, section 1b)
+    earlier: pd.DataFrame | None = None  # notebook 07's earlier designs
 
 
 def _read(results: str | Path, preset: str) -> _Read:
@@ -165,6 +155,8 @@ def _read(results: str | Path, preset: str) -> _Read:
         out.declared = pd.read_parquet(kept)
     if (kept := results / PER_TASK.format(preset=preset)).is_file():
         out.per_task = pd.read_parquet(kept)
+    if (kept := results / EARLIER.format(**params)).is_file():
+        out.earlier = pd.read_parquet(kept)
     runs = _train_runs(results, preset, seeds)
     paragraphs, tables = out.paragraphs, out.tables
     for notebook, d in declared_claims(results, preset).items():  # every notebook's, new ablations' too
@@ -236,7 +228,7 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
             fresh = f"; retrained fresh, {within} runs came within 1 point, and {changed} verdicts changed"
         cpu = f"on a CPU of the recording CPU's class ({_kernels_said(recorded, results)})"
         if not others:
-            return (f"**Reproducibility.** Every campaign but notebook 07's replays from its execution record {cpu}, "
+            return (f"**Reproducibility.** Every campaign replays from its execution record {cpu}, "
                     f"as recorded, every score, verdict and figure to the bit{fresh} ([FINDINGS.md](FINDINGS.md)).")
         return (f"**Reproducibility.** The {_listed(recorded)} {'campaigns replay' if many else 'campaign replays'} "
                 f"from {'their' if many else 'its'} execution record {cpu}, as recorded, every score, "
@@ -268,14 +260,12 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
             sentence += (f"; {a['outcomes_changed']} of the {a['scripts']} scripts both records executed changed "
                          "outcome")
         said.append(sentence + ".")
-    llm = "the language-model agent's runs (notebook 07) are never recorded"
     if others:
         whose = "campaigns'" if len(others) > 1 else "campaign's"
         said.append(f"The {_listed(others)} {whose} committed runs predate the record "
-                    f"and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)); {llm}.")
+                    "and reproduce approximately ([docs/reproducibility.md](docs/reproducibility.md)).")
     else:
-        said.append(f"Every campaign but one carries its record: {llm} "
-                    "([docs/reproducibility.md](docs/reproducibility.md)).")
+        said.append("Every campaign carries its record ([docs/reproducibility.md](docs/reproducibility.md)).")
     return " ".join(said)
 
 
@@ -399,13 +389,18 @@ def _render_results(read: _Read) -> str:
                       f"[{TABLE1}](notebooks/{TABLE1}.ipynb) and [{FINDINGS_PAGE}]({FINDINGS_PAGE}).")
         if heading == "Beyond the paper":  # every other notebook that declared claims (a new ablation) joins here
             here += sorted(n for n in read.tables if n not in known)
-        if not here:
+        earlier = earlier_sentence(read.earlier) if notebooks == OWN_RUNS and read.earlier is not None else ""
+        if not here and not earlier:
             continue
-        over_tasks = all(set(OVER_TASKS) <= set(read.tables[n].columns) for n in here)
-        lines += [f"## {heading}", "", about.format(**params), "", *(OVER_TASKS_HEADER if over_tasks else CLAIMS_HEADER)]
-        for notebook in here:
-            lines += (_over_tasks_rows if over_tasks else _claims_rows)(read.tables[notebook], notebook)
-        lines.append("")
+        lines += [f"## {heading}", "", about.format(**params, llm_seeds=_span(params["LLM_SEEDS"]),
+                                                    llm_looks=_listed([str(n) for n in params["LLM_LOOKS"]])), ""]
+        if here:
+            lines += CLAIMS_HEADER
+            for notebook in here:
+                lines += _claims_rows(read.tables[notebook], notebook)
+        elif notebooks == OWN_RUNS:
+            lines.append(NO_LOOK_YET)
+        lines += ["", earlier, ""] if earlier else [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -531,28 +526,43 @@ def write_results_page(results: str | Path, out: str | Path, preset: str = "smal
     return out
 
 
-def _over_tasks_sentence(page_lines: list[str]) -> str:
+NO_LOOK_YET = "No look of this design is analysed yet."
+
+
+def earlier_sentence(earlier: pd.DataFrame) -> str:
+    """Notebook 07's earlier designs in one sentence: per design, its primary family's seed-paired differences with
+    their 95% intervals and Holm's verdicts (:data:`EARLIER`)."""
+    said = []
+    for design, t in earlier[earlier.family == "primary"].groupby("design", sort=False):
+        seeds = design.split(":")[0]
+        said.append(f"{seeds}: " + ", ".join(f"{r.comparison} {r['mean']:.1f} [{r.lo:.1f}, {r.hi:.1f}] "
+                                                f"({r.verdict_holm})" for _, r in t.iterrows()))
+    return ("Earlier designs (a warm start per seed), recomputed with the seed as the unit: " + "; ".join(said)
+            + " ([notebook 07](notebooks/07_llm_agent.ipynb), section 5).")
+
+
+def _llm_sentence(page_lines: list[str]) -> str:
     """The language-model agent's claims as one sentence, read from the page's table under that family's heading:
-    each comparison paired by seed (the unit of replication), then the ones the analysis over held-out tasks and
-    seeds alone calls reproduced (it counts the tasks within a seed as independent); "" without the table."""
-    heading, inside, by_seed, by_task_only = f"## {FAMILIES[-1][0]}", False, [], []
+    each comparison paired by seed with its verdict; without the table, that no look is analysed yet (with the
+    earlier designs' sentence where the page has it); "" without the family."""
+    heading, inside, by_seed, earlier, found = f"## {FAMILIES[-1][0]}", False, [], "", False
     for line in page_lines:
         if line.startswith("## "):
             inside = line == heading
+            found |= inside
         cells = [c.strip() for c in line.strip("|").split(" | ")] if line.startswith("| ") else []
-        if inside and len(cells) == len(OVER_TASKS_HEADER[1].split("|")) - 2 and cells[0] != "claim" \
+        if inside and len(cells) == len(CLAIMS_HEADER[1].split("|")) - 2 and cells[0] != "claim" \
                 and not set(cells[0]) <= set("-"):
-            by_seed.append(f"{cells[3]} ({cells[4]})")
-            if cells[5].endswith("(reproduced)") and cells[4] != "reproduced":
-                by_task_only.append(cells[3].split(" = ")[0])
-    if not by_seed:
+            by_seed.append(f"{cells[3]} ({cells[5]})")
+        if inside and line.startswith("Earlier designs"):
+            earlier = line
+    if not found:
         return ""
     said = (f"**{FAMILIES[-1][0][0].upper()}{FAMILIES[-1][0][1:]}** ([notebook 07](notebooks/07_llm_agent.ipynb), "
-            f"its own runs), points of held-out Avg paired by seed: {'; '.join(by_seed)}.")
-    if by_task_only:
-        said += (" The declared analysis over tasks and seeds, counting a seed's tasks as independent, also calls "
-                 f"{_listed(by_task_only)} reproduced.")
-    return said
+            "its own runs), ")
+    if by_seed:
+        return said + f"points of held-out Avg paired by seed: {'; '.join(by_seed)}."
+    return said + NO_LOOK_YET[0].lower() + NO_LOOK_YET[1:] + (f" {earlier}" if earlier else "")
 
 
 def _statements(page_lines: list[str], results: str | Path | None, preset: str) -> dict[str, str]:
@@ -587,7 +597,7 @@ def write_readme_summary(page: str | Path, readme: str | Path, results: str | Pa
     """Copy the page's answer to "does WMRL work at this scale?", the primary family's claims (the rows under
     :data:`PRIMARY_HEADING`, five columns), the page's
     "In short" paragraph with its claims :func:`defined` (from the page and ``results`` of ``preset``), the
-    language-model agent's claims over tasks and (given ``results``) the brief :func:`reproducibility` into the README's block between :data:`README_BEGIN`
+    language-model agent's claims and (given ``results``) the brief :func:`reproducibility` into the README's block between :data:`README_BEGIN`
     and :data:`README_END`, so the front door's summary is the results' and cannot drift from them."""
     readme = Path(readme)
     page_lines = Path(page).read_text().splitlines()
@@ -608,7 +618,7 @@ def write_readme_summary(page: str | Path, readme: str | Path, results: str | Pa
     head, rest = text.split(README_BEGIN, 1)
     answer = next((line for line in page_lines if line.startswith("**Does WMRL work")), "")
     block = "\n".join(([answer, ""] if answer else []) + primary + ["", short]) if len(primary) > 2 else short
-    llm = _over_tasks_sentence(page_lines)
+    llm = _llm_sentence(page_lines)
     block += f"\n\n{llm}" if llm else ""
     replays = reproducibility(results, brief=True) if results is not None else ""
     block += f"\n\n{replays}" if replays else ""

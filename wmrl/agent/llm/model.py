@@ -10,7 +10,7 @@ import os
 
 from wmrl.config import ConfigError, LLMConfig
 
-__all__ = ["llm_device", "load_causal_lm"]
+__all__ = ["llm_device", "load_causal_lm", "training_precision"]
 
 
 def llm_device(setting: str = LLMConfig.device):
@@ -38,6 +38,18 @@ def llm_device(setting: str = LLMConfig.device):
                           f"own: CUDA sees {gpus}. Launch at most {gpus} process(es) per node (accelerate launch "
                           "--num_processes), or set llm.device='cpu'")
     return torch.device("cuda", rank)
+
+
+def training_precision(setting: str = LLMConfig.device) -> dict:
+    """The precision keywords of TRL's configs (``bf16``, ``fp16``) for a policy trained on ``llm.device``:
+    bf16 mixed precision on a GPU, float32 on the CPU.
+
+    TRL turns bf16 on by default on every device. On a CPU that autocasts the matrix products to bf16,
+    which only CPUs with bf16 instructions compute natively (AVX-512 BF16, AMX); elsewhere (an AVX2 CPU)
+    torch falls back to a generic kernel about twenty times slower than float32, so the same preset
+    would take hours here and minutes there, and compute different numbers on each."""
+    gpu = llm_device(setting).type == "cuda"
+    return {"bf16": gpu, "fp16": False}
 
 
 def load_causal_lm(folder: str | os.PathLike, device: str = LLMConfig.device):

@@ -34,11 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from wmrl import record as clock
-from wmrl.agent.llm.model import llm_device
+from wmrl.agent.llm.model import llm_device, training_precision
 from wmrl.config import ConfigError, RunConfig, experiment_identity
 from wmrl.ledger import ComputeLedger
 from wmrl.models import smollm2_folder
-from wmrl.runs import per_category, write_run
+from wmrl.runs import RESULTS, per_category, write_run
 from wmrl.sandbox.local import default_wall_timeout
 from wmrl.step import WMRLStep
 from wmrl.tasks import data_root
@@ -49,7 +49,8 @@ from wmrl.trainer.llm.rollout import RolloutSettings, rollout
 from wmrl.trainer.rollout import Scorer
 
 __all__ = ["COLLECTIVE_MARGIN_S", "GENERATION_BATCH", "collective_timeout_s", "eval_generator", "evaluate",
-           "gpu_peak_gib", "initial_model", "prompt_schedule", "rollout_settings", "train", "trainer_args"]
+           "gpu_peak_gib", "initial_model", "prompt_schedule", "rollout_settings", "train", "trainer_args",
+           "warm_starts"]
 
 #: Rows sampled together by the in-process generator (its KV cache is small next to the update's logits).
 GENERATION_BATCH = 8
@@ -85,7 +86,12 @@ def initial_model(cfg: RunConfig, pool, progress: bool = False, build: bool = Tr
     from wmrl.trainer.llm.sft import sft_folder
 
     return sft_folder(cfg, base, per_category(pool.train, cfg.train.train_tasks), data_root() / "models", progress,
-                      build=build)
+                      build=build, kept=warm_starts(cfg))
+
+
+def warm_starts(cfg: RunConfig) -> Path:
+    """Where LoRA warm starts are kept: ``<results>/warm_starts`` (``paths.results_dir``, else the repository's)."""
+    return Path(cfg.paths.results_dir or RESULTS) / "warm_starts"
 
 
 def evaluate(model, tokenizer, tasks, cfg: RunConfig, scorer: Scorer, step: int, generator=None) -> list[dict]:
@@ -224,6 +230,7 @@ def trainer_args(cfg: RunConfig, out: Path, n_groups: int, num_processes: int | 
     accum = local // micro
     args = GRPOConfig(
         output_dir=str(out / "trl"), seed=cfg.seed, use_cpu=llm_device(llm.device).type == "cpu", report_to=[],
+        **training_precision(llm.device),
         max_steps=t.steps, learning_rate=t.lr, lr_scheduler_type="constant", warmup_steps=0,
         num_generations=t.group_size, per_device_train_batch_size=micro, gradient_accumulation_steps=accum,
         steps_per_generation=accum, num_iterations=1,
@@ -303,7 +310,9 @@ def train(cfg: RunConfig, out: Path, pool, preset: str, *, memo_path=None, progr
         db = make_memo(cfg, pool, out, memo_path)
         log = RunLog(memo=db)
         eval_scorer = Scorer(sandbox, None, log.eval_ledger, db, cfg.sandbox.workers)
-        extra = {"llm": {"initial_model": str(init), "sft": sft_info}}
+        # the starting model's folder as the data root names it: the same on every machine
+        where = init.relative_to(data_root()) if init.is_relative_to(data_root()) else init
+        extra = {"llm": {"initial_model": str(where), "sft": sft_info}}
         if not cfg.arm_spec.train:
             model, tokenizer = load_causal_lm(init, cfg.llm.device)
             t0 = clock.wall()
