@@ -93,6 +93,11 @@ cfg = nb.check_params(globals(), notebook="07_llm_agent", keys=["LLM_PRESET", "L
                       choices={"LLM_PRESET": preset_names("llm"), "LLM_ARMS": ARMS})
 # The LLM runs live under their own preset; the notebook's seeds are LLM_SEEDS unless SEEDS was passed.
 llm_cfg = dataclasses.replace(cfg, preset=cfg["LLM_PRESET"], seeds=cfg.seeds if SEEDS is not None else cfg["LLM_SEEDS"])
+if not cfg.train and not any((cfg.results_dir / sub / llm_cfg.preset).is_dir() for sub in ("train", "llm")):
+    raise nb.ParameterError(f"MODE='redraw' needs LLM runs in {cfg.results_dir / 'train' / llm_cfg.preset} (or the "
+                            f"earlier designs' table in {cfg.results_dir / 'llm' / llm_cfg.preset}), which has none. "
+                            "Run with MODE='train' first (make reproduce-resume CAMPAIGN=llm), or pass RESULTS_DIR / "
+                            "LLM_PRESET.")
 LOOK_SIZES = cfg["LLM_LOOKS"] if SEEDS is None or LLM_LOOKS is not None else [len(llm_cfg.seeds)]
 DESIGN = la.looks(llm_cfg.seeds, LOOK_SIZES)
 print(f"MODE={cfg.mode} PRESET={cfg.preset} -> LLM_PRESET={llm_cfg.preset} arms={cfg['LLM_ARMS']}")

@@ -316,7 +316,10 @@ def _trl_engine(monkeypatch, llm, max_completion_length=20608, generation_kwargs
 
     monkeypatch.setattr(vg, "SamplingParams", RecordedParams, raising=False)
     engine = object.__new__(vg.VLLMGeneration)  # TRL's own generate(), without starting an engine
-    engine.__dict__.update(mode="colocate", enable_sleep_mode=False, tensor_parallel_size=1, llm=llm, model=None,
+    import torch
+
+    engine.__dict__.update(mode="colocate", enable_sleep_mode=False, tensor_parallel_size=1, llm=llm,
+                           model=torch.nn.Module(),  # the policy TRL asks whether it is a peft model
                            accelerator=None, temperature=1.0, top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,
                            max_completion_length=max_completion_length, logprobs=0,
                            generation_kwargs=generation_kwargs or {}, structured_outputs_regex=None)
