@@ -52,11 +52,11 @@ from scipy.stats import spearmanr
 
 try:  # notebook 15's tests, looks and stopping rule; a notebook imports its helpers from beside it
     from _primary import looks
-    from _redeclared import MARGIN, arms_due, run_looks, seeds_to_resolve
+    from _redeclared import MARGIN, arms_due, claims_shown, run_looks, seeds_to_resolve
     from _redeclared import what_we_see as design_sentences
 except ModuleNotFoundError:  # imported as a module of the repository (the tests)
     from notebooks._primary import looks  # noqa: F401
-    from notebooks._redeclared import MARGIN, arms_due, run_looks, seeds_to_resolve  # noqa: F401
+    from notebooks._redeclared import MARGIN, arms_due, claims_shown, run_looks, seeds_to_resolve  # noqa: F401
     from notebooks._redeclared import what_we_see as design_sentences
 from wmrl.arms import get_arm
 from wmrl.experiments import paper
