@@ -116,7 +116,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from wmrl.arms import get_arm
-from wmrl.experiments import claims, paper, plots, stats
+from wmrl.experiments import paper, plots, stats
 from wmrl.experiments.collect import ensure_arm_runs
 from wmrl.presets import get_preset, run_config
 from wmrl.runs import run_dir
@@ -259,12 +259,8 @@ if READ:
 
 # %% tags=["nbval-check-output"]
 if LOOK is not None:
-    shown = claims.claims_display(table).drop(columns=["verdict", "verdict (Holm)"])
-    shown["family"], shown["p (Holm)"], shown["p TOST (Holm)"] = table.family, table.p_holm.round(4), \
-        table.p_tost_holm.round(4)
-    shown["verdict"], shown["look"] = table.verdict, table.resolved_at
     with pd.option_context("display.width", 250, "display.max_colwidth", 50):
-        print(shown.to_string())
+        print(la.claims_shown(table).to_string())
         print()
         print(history.round(4).to_string(index=False))
 if EARLIER is not None:

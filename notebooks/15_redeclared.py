@@ -80,7 +80,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from wmrl.experiments import aggregates, claims, plots, stats
+from wmrl.experiments import aggregates, plots, stats
 from wmrl.experiments.collect import ensure_arm_runs
 from wmrl.runs import run_dir
 
@@ -137,11 +137,8 @@ if LOOK is not None:
 
 # %% tags=["nbval-check-output"]
 if LOOK is not None:
-    shown = claims.claims_display(table).drop(columns=["verdict", "verdict (Holm)"])
-    shown["p (Holm)"], shown["p TOST (Holm)"] = table.p_holm.round(4), table.p_tost_holm.round(4)
-    shown["verdict"], shown["look"] = table.verdict, table.resolved_at
     with pd.option_context("display.width", 250, "display.max_colwidth", 50):
-        print(shown.to_string())
+        print(design.claims_shown(table).to_string())
         print()
         print(history.round(4).to_string(index=False))
 

@@ -42,9 +42,7 @@ What is read from the runs besides the claims:
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,18 +52,18 @@ from scipy.stats import spearmanr
 
 try:  # notebook 15's tests, looks and stopping rule; a notebook imports its helpers from beside it
     from _primary import looks
-    from _redeclared import MARGIN, arms_due, run_looks, seeds_to_resolve
+    from _redeclared import MARGIN, arms_due, claims_shown, run_looks, seeds_to_resolve
     from _redeclared import what_we_see as design_sentences
 except ModuleNotFoundError:  # imported as a module of the repository (the tests)
     from notebooks._primary import looks  # noqa: F401
-    from notebooks._redeclared import MARGIN, arms_due, run_looks, seeds_to_resolve  # noqa: F401
+    from notebooks._redeclared import MARGIN, arms_due, claims_shown, run_looks, seeds_to_resolve  # noqa: F401
     from notebooks._redeclared import what_we_see as design_sentences
 from wmrl.arms import get_arm
 from wmrl.experiments import paper
 from wmrl.experiments.claims import Claim, evaluate_claims
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.costs import compute_table
-from wmrl.provenance import REPO
+from wmrl.provenance import committed_files
 from wmrl.trainer.llm.grpo import SAID
 from wmrl.world_model.llm import stat_rates
 
@@ -251,12 +249,15 @@ def design_arms(table: pd.DataFrame | None, arms) -> list[str]:
     return [a for a in arms if a in due]
 
 
-def _summary_at(commit: str, preset: str, arm: str, seed: int) -> dict:
-    path = f"results/train/{preset}/{arm}/seed{seed}/summary.json"
-    shown = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{path}"], capture_output=True, check=False)
-    if shown.returncode != 0:
-        raise FileNotFoundError(f"{commit}:{path} is not in this clone's history: {shown.stderr.decode()[:200]}")
-    return json.load(io.BytesIO(shown.stdout))
+def _heldout_at(commit: str, preset: str, arms, seeds) -> pd.DataFrame:
+    """Held-out Avg of each (arm, seed) run as ``commit`` holds its summary (FileNotFoundError for one it lacks)."""
+    paths = {(arm, seed): f"results/train/{preset}/{arm}/seed{seed}/summary.json" for arm in arms for seed in seeds}
+    shown = committed_files(commit, list(paths.values()))
+    missing = [p for p in paths.values() if shown[p] is None]
+    if missing:
+        raise FileNotFoundError(f"{commit}:{missing[0]} is not in this clone's history")
+    return pd.DataFrame([{"arm": arm, "seed": seed, "avg": json.loads(shown[path])["heldout"]["avg"]}
+                         for (arm, seed), path in paths.items()])
 
 
 def earlier_designs(cfg, preset: str, arms) -> pd.DataFrame | None:
@@ -272,8 +273,7 @@ def earlier_designs(cfg, preset: str, arms) -> pd.DataFrame | None:
     try:
         frames = []
         for design, commit, seeds in EARLIER:
-            runs = pd.DataFrame([{"arm": arm, "seed": seed, "avg": _summary_at(commit, preset, arm, seed)["heldout"]["avg"]}
-                                 for arm in arms for seed in seeds])
+            runs = _heldout_at(commit, preset, arms, seeds)
             for family, claims in design_claims(arms).items():
                 frames.append(evaluate_claims(runs, claims).reset_index()
                               .assign(design=design, commit=commit, family=family))

@@ -36,7 +36,6 @@ normal-theory ones applied to t-test p-values, a small-sample approximation stat
 from __future__ import annotations
 
 import io
-import subprocess
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +48,7 @@ from wmrl.experiments.claims import Claim, MatchedCompute
 from wmrl.experiments.collect import load_table
 from wmrl.experiments.curves import heldout_avg
 from wmrl.experiments.stats import ALPHA
-from wmrl.provenance import REPO
+from wmrl.provenance import committed_bytes
 
 __all__ = [
     "DECLARED_PRESET",
@@ -228,10 +227,10 @@ _DECLARED_COLUMNS = ["run", "commit", "claim", "comparison", "mean", "lo", "hi",
 def _claims_at(commit: str) -> pd.DataFrame:
     """Notebook 13's claims table as ``commit`` holds it (FileNotFoundError where this clone lacks the commit)."""
     path = f"results/claims/{DECLARED_PRESET}/13_primary.parquet"
-    shown = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{path}"], capture_output=True, check=False)
-    if shown.returncode != 0:
-        raise FileNotFoundError(f"commit {commit} is not in this clone's history: {shown.stderr.decode()[:200]}")
-    return pd.read_parquet(io.BytesIO(shown.stdout))
+    shown = committed_bytes(commit, path)
+    if shown is None:
+        raise FileNotFoundError(f"{commit}:{path} is not in this clone's history")
+    return pd.read_parquet(io.BytesIO(shown))
 
 
 def declared_verdicts(cfg) -> pd.DataFrame | None:

@@ -54,13 +54,13 @@ try:  # the same estimand and alpha spending as notebook 13's family; a notebook
 except ModuleNotFoundError:  # imported as a module of the repository (the tests)
     from notebooks._primary import late_average, late_evals, late_steps, looks, obf_levels  # noqa: F401
 from wmrl.experiments import paper
-from wmrl.experiments.claims import Claim, evaluate_claims
+from wmrl.experiments.claims import Claim, claims_display, evaluate_claims
 from wmrl.experiments.curves import learning_curves
 from wmrl.experiments.stats import holm, tost_p
 
 __all__ = ["ARMS", "BOOTSTRAP_SEED", "CLAIMS", "GRID", "GRID_TAG", "MARGIN", "MeasuredMatchedCompute", "arms_due",
-           "family_runs", "late_task_scores", "reach_ratio", "run_looks", "seeds_to_resolve", "test_look",
-           "what_we_see"]
+           "claims_shown", "family_runs", "late_task_scores", "reach_ratio", "run_looks", "seeds_to_resolve",
+           "test_look", "what_we_see"]
 
 ARMS = ("untrained", "grpo", "wm", "wmrl")
 MARGIN = 3.0  #: the equivalence margin, in points of late held-out Avg
@@ -179,6 +179,17 @@ def run_looks(runs: pd.DataFrame, claims, design) -> tuple[pd.DataFrame | None, 
         if len(final) == len(claims):
             return table, pd.DataFrame(history), True
     return table, pd.DataFrame(history), True
+
+
+def claims_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`run_looks`' table as the notebooks print it: the claims display with its family where the design
+    has several, both tests' Holm-adjusted p-values, the verdict and the look that resolved it."""
+    shown = claims_display(table).drop(columns=["verdict", "verdict (Holm)"])
+    if "family" in table:
+        shown["family"] = table.family
+    shown["p (Holm)"], shown["p TOST (Holm)"] = table.p_holm.round(4), table.p_tost_holm.round(4)
+    shown["verdict"], shown["look"] = table.verdict, table.resolved_at
+    return shown
 
 
 def arms_due(claims) -> list[str]:

@@ -119,6 +119,21 @@ def test_the_closing_sentences_name_an_equivalence_as_such():
     assert said[-1] == "Of 2 claims, 1 reproduced, 0 fail, 1 equivalent within ±3 points and 0 not resolved."
 
 
+
+def test_the_printed_claims_carry_both_tests_the_verdict_the_resolving_look_and_a_family_where_there_are_several():
+    rng = np.random.default_rng(3)
+    claims = (Claim("up", "goes up", "", "up", "b", scale=1), Claim("vague", "", "", "vague", "b", scale=1))
+    runs = pd.concat([_frame({"up": 5.0}, range(12), rng), _frame({"vague": 2.0}, range(12), rng, noise=6.0)
+                      .query("arm == 'vague'")])
+    table, _, _ = design.run_looks(runs, claims, design.looks(list(range(12)), [12]))
+    shown = design.claims_shown(table)
+    assert list(shown.columns[-4:]) == ["p (Holm)", "p TOST (Holm)", "verdict", "look"] and "family" not in shown
+    assert shown.verdict.to_dict() == {"up": "reproduced", "vague": "inconclusive"}
+    assert shown.loc["up", "look"] == 1 and np.isnan(shown.loc["vague", "look"])
+    assert shown.loc["up", "p (Holm)"] == round(table.loc["up", "p_holm"], 4)
+    assert "family" in design.claims_shown(table.assign(family="primary"))
+
+
 @pytest.mark.slow
 def test_a_variant_given_its_own_seeds_analyses_them_in_one_look(tmp_path, kernel):
     """A quick variant (``python -m wmrl.reproduce --campaign redeclared --quick``) passes SEEDS, not the preset's

@@ -137,6 +137,10 @@ def test_the_declared_runs_verdict_is_said_run_by_run_and_notebook_15_where_it_s
     for table in (looked, looked.set_index("claim")):  # as notebook 15 declares it: indexed by claim
         assert "R-C1 wmrl - grpo = -5.4 [-8.5, -2.3], open at level 0.0001 (" in \
             results_page.redeclared_sentence({"15_redeclared": table}, params)
+    resolved = looked.assign(verdict=["reproduced", "fails", "equivalent"], look=[1, 2, 4])
+    assert "(notebook 15, seeds 18-65), look 4, every claim resolved: 1 reproduced, 1 fails, 1 equivalent, " \
+        "0 inconclusive of 3 claims; R-C1 wmrl - grpo = -5.4 [-8.5, -2.3], fails (" in \
+        results_page.redeclared_sentence({"15_redeclared": resolved}, params)
 
 
 def test_a_preset_without_results_says_how_to_make_them(tmp_path):

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from wmrl.record import ENV as EXECUTIONS_ENV
 
-__all__ = ["REPO", "atomic_path", "code_version", "cpu_model", "executions", "find_repo", "float32_kernels",
-           "processes", "provenance", "write_json_atomic"]
+__all__ = ["REPO", "atomic_path", "code_version", "committed_bytes", "committed_files", "cpu_model", "executions",
+           "find_repo", "float32_kernels", "processes", "provenance", "write_json_atomic"]
 
 
 def find_repo() -> Path:
@@ -44,6 +44,41 @@ def _git(*args: str) -> str:
         return out.stdout.strip() if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def committed_files(rev: str, paths: list[str]) -> dict[str, bytes | None]:
+    """Each of ``paths`` (relative to the repository root) as commit ``rev`` holds it, read by one ``git cat-file
+    --batch``: None for a path the commit lacks, and for every path where ``rev`` is not in this clone's history
+    or there is no clone (an installed wheel)."""
+    found: dict[str, bytes | None] = dict.fromkeys(paths)
+    if not paths:
+        return found
+    query = "".join(f"{rev}:{path}\n" for path in paths).encode()
+    try:
+        out = subprocess.run(["git", "cat-file", "--batch"], cwd=REPO, input=query, capture_output=True, timeout=120,
+                             check=False)
+    except (OSError, subprocess.SubprocessError):
+        return found
+    if out.returncode != 0:
+        return found
+    blob, at = out.stdout, 0
+    for path in paths:
+        end = blob.index(b"\n", at)
+        header = blob[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            found[path] = blob[at:at + size]
+            at += size + 1
+        elif len(header) == 3:  # a tree or other object: its contents follow, but it is not a file
+            at += int(header[2]) + 1
+    return found
+
+
+def committed_bytes(rev: str, path: str) -> bytes | None:
+    """The file at ``path`` (relative to the repository root) as commit ``rev`` holds it, or None
+    (:func:`committed_files`)."""
+    return committed_files(rev, [path])[path]
 
 
 def code_version() -> str:

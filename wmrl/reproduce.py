@@ -65,7 +65,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -80,7 +79,7 @@ from wmrl.experiments.executor import EXECUTOR_HELP, parse_executor
 from wmrl.experiments.notebook import REDRAW_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
-from wmrl.provenance import REPO, atomic_path, cpu_model, provenance, write_json_atomic
+from wmrl.provenance import REPO, atomic_path, committed_bytes, cpu_model, provenance, write_json_atomic
 from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
 __all__ = ["CAMPAIGNS", "FIRST_LOOK", "FIRST_LOOK_ARMS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
@@ -289,9 +288,7 @@ def compare_outputs(recorded: Path, replayed: Path, skip: set[str] = frozenset()
 
 def _committed(rel: Path) -> bytes | None:
     """The file at ``rel`` (relative to ``results/``) as the last commit holds it, or None."""
-    out = subprocess.run(["git", "-C", str(REPO), "show", f"HEAD:results/{rel.as_posix()}"], capture_output=True,
-                         check=False)
-    return out.stdout if out.returncode == 0 else None
+    return committed_bytes("HEAD", f"results/{rel.as_posix()}")
 
 
 #: A claims table's verdict columns, each named as the agreement reports a change in it.

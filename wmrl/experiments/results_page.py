@@ -304,7 +304,8 @@ def redeclared_sentence(tables: dict, params: dict) -> str:
     if t is None or t.empty:
         return f"Declared again at seeds no run had used ({where}): no look is trained yet."
     n = t.verdict.value_counts()
-    said = (f"Declared again at new seeds ({where}), look {int(t.look.max())}: "
+    done = ", every claim resolved" if (t.verdict != "inconclusive").all() else ""
+    said = (f"Declared again at new seeds ({where}), look {int(t.look.max())}{done}: "
             + ", ".join(f"{n.get(v, 0)} {v}" for v in ("reproduced", "fails", "equivalent", "inconclusive"))
             + f" of {len(t)} claims")
     t = t if "claim" in t.columns else t.reset_index()  # a declared table is indexed by claim
