@@ -368,3 +368,46 @@ def test_a_replayed_provenance_matches_when_its_runs_differ_only_in_a_setting_th
     sidecar(tmp_path / "b", "tuning_split", "24d36f8")
     found = reproduce.compare_outputs(tmp_path / "a", tmp_path / "b")
     assert found["same" if same else "differ"] == ["fig.png.provenance.json"]
+
+
+def test_a_replay_of_a_notebook_that_trains_a_look_a_call_calls_it_until_every_recorded_run_is_retrained(
+        tmp_path, monkeypatch, capsys):
+    """The recorded campaign finished three looks of two runs each; the replay's first call retrained look 1, so
+    two more calls retrain the rest, and a call that retrains nothing ends the loop."""
+    from types import SimpleNamespace
+
+    recorded, replay = tmp_path / "recorded", tmp_path / "replay"
+    looks = [[f"train/small/{arm}/seed{s}" for arm in ("wm", "wmrl")] for s in (18, 19, 20)]
+    every = [run for look in looks for run in look]
+    for run in every:
+        (recorded / run).mkdir(parents=True)
+        (recorded / run / "summary.json").write_text("{}")
+    (recorded / "train/small/wm/seed21").mkdir()  # a run never finished: not one to wait for
+    monkeypatch.setattr(reproduce, "selection", lambda campaign, root, preset, seeds=None:
+                        sorted((root / "train/small").glob("*/seed*")) if campaign == "redeclared" else [])
+    calls = []
+
+    def next_look(name, preset, kernel, params=None, records=None):
+        """As notebook 15 trains: the first look not trained yet."""
+        calls.append(name)
+        todo = next((look for look in looks if not (replay / look[0] / "summary.json").is_file()), [])
+        for run in todo:
+            (replay / run).mkdir(parents=True, exist_ok=True)
+            (replay / run / "summary.json").write_text("{}")
+
+    plan = reproduce.Plan({}, False, results_dir=replay, recorded=(recorded, tmp_path / "figures"))
+    args = SimpleNamespace(preset="small", seeds=None, kernel="k")
+    next_look("15_redeclared", "small", "k")  # the replay's first call, made by _run_notebook
+    calls.clear()
+    monkeypatch.setattr(reproduce, "train_notebook", next_look)
+    reproduce._replay_every_look("15_redeclared", args, plan)
+    assert calls == ["15_redeclared", "15_redeclared"]
+    assert all((replay / run / "summary.json").is_file() for run in every)
+    assert "[replay] 2 of the 6 recorded runs retrained" in capsys.readouterr().out
+
+    calls.clear()  # a call that retrains nothing ends it: what is left is not this notebook's to train
+    (replay / looks[2][1] / "summary.json").unlink()
+    reproduce._replay_every_look("15_redeclared", args, plan)
+    assert calls == ["15_redeclared"]
+    assert reproduce._looks_a_call("15_redeclared") and reproduce._looks_a_call("07_llm_agent")
+    assert not reproduce._looks_a_call("01_main_table")

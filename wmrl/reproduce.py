@@ -618,6 +618,33 @@ def _record_spec(name: str, plan: Plan) -> tuple[str | None, Path | None]:
     return f"record:{export}", export
 
 
+def _looks_a_call(name: str) -> bool:
+    """Whether a training call of the notebook trains one look of its design (its parameters name ``TRAIN_LOOKS``)."""
+    import papermill as pm
+
+    return "TRAIN_LOOKS" in pm.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
+
+
+def _recorded_runs(name: str, args, plan: Plan) -> set[Path]:
+    """The recorded campaign's finished runs of the notebook's campaign, relative to its results folder."""
+    root = plan.recorded[0]
+    return {s.parent.relative_to(root) for path in selection(campaign_of(name), root, args.preset, args.seeds)
+            for s in path.rglob("summary.json")}
+
+
+def _replay_every_look(name: str, args, plan: Plan) -> None:
+    """A replay of a notebook that trains a look a call: call it again until every run the recorded campaign
+    finished is retrained, or a call retrains none (the rest is not the notebook's to train)."""
+    recorded, before = _recorded_runs(name, args, plan), None
+    while True:
+        done = {r for r in recorded if (plan.results_dir / r / "summary.json").is_file()}
+        if done == recorded or done == before:
+            return
+        print(f"[replay] {len(done)} of the {len(recorded)} recorded runs retrained: {name}'s next look", flush=True)
+        before = done
+        train_notebook(name, args.preset, args.kernel, plan.params, plan.records)
+
+
 def _run_notebook(name: str, args, plan: Plan, number: int = 1, total: int = 1) -> NotebookRun:
     """Train one notebook (unless ``--redraw-only``) and redraw it (if the plan redraws); a failure is reported
     in the outcome, not raised, so the next notebook still runs."""
@@ -630,6 +657,8 @@ def _run_notebook(name: str, args, plan: Plan, number: int = 1, total: int = 1) 
             t0 = time.perf_counter()
             with executions(spec, name, export) if spec else contextlib.nullcontext():
                 train_notebook(name, args.preset, args.kernel, plan.params, plan.records)
+                if plan.recorded is not None and _looks_a_call(name):
+                    _replay_every_look(name, args, plan)
             run.train_s = time.perf_counter() - t0
         if plan.redraws:
             t0 = time.perf_counter()
