@@ -36,7 +36,7 @@ def test_the_readmes_first_command_comes_within_40_lines_with_what_it_prints_wri
 
     head = "\n".join((REPO / "README.md").read_text().splitlines()[:40])
     assert "```bash\nmake reproduce-quick\n```" in head and "program analysis" in head
-    assert "=== 01_main_table (notebook 2 of 6" in head and "[runs] training untrained seed 0 (1 of " in head
+    assert "=== 01_main_table (notebook 2 of 5" in head and "[runs] training untrained seed 0 (1 of " in head
     assert "results/runs/small-seeds0/" in head and "| claim |" not in head
     quick = json.loads(reproduce.TIMINGS.read_text())["quick"]
     assert f"{quick['runs']} runs at seed 0" in head and f"{round(quick['train_s'] / 60)} min on 2 cores" in head

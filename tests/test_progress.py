@@ -81,6 +81,21 @@ def test_the_run_counter_says_what_is_done_running_and_left_and_scales_the_time_
     assert RunCounter(["x"], [None], stream=out).left_s() is None  # nothing known until a run finishes
 
 
+def test_a_run_no_earlier_run_times_is_expected_to_take_what_its_arms_finished_runs_took():
+    from wmrl.progress import RunCounter
+
+    clock = _Clock()
+    counter = RunCounter(["a seed 0", "a seed 1", "b seed 0", "b seed 1"], [None] * 4, groups=list("aabb"),
+                         quiet=True, clock=clock)
+    for i, took in enumerate([10.0, 10.0, 100.0]):
+        counter.start(i)
+        clock.now += took
+        counter.finish(i)
+    assert counter.left_s() == 100.0  # b's other seed, not the mean of every finished run (40 s)
+    counter.groups = list(range(4))  # no arms given: the mean of every finished run
+    assert counter.left_s() == 40.0
+
+
 def _fake_runs_cell(folder: Path) -> str:
     """A cell that trains two runs through collect's local path, each run replaced by a stub."""
     return (f"from pathlib import Path\nfrom wmrl.experiments import collect\n"

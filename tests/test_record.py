@@ -258,7 +258,7 @@ def test_a_retrained_campaign_reports_its_runs_verdicts_and_outcomes_against_the
     _record_file(new, {"a": ("ok", 0.5), "b": ("timeout", None), "c": ("ok", 0.1)})
     committed[new.relative_to(results)] = _record_file(tmp_path / "old.jsonl.gz", {"a": ("ok", 0.5), "b": ("ok", 0.7),
                                                                                    "d": ("ok", 0.2)})
-    monkeypatch.setattr(reproduce, "_committed", committed.get)
+    monkeypatch.setattr(reproduce, "_committed", lambda rels: {rel: committed.get(rel) for rel in rels})
     monkeypatch.setattr(reproduce, "selection", lambda campaign, root, preset: [root / "train" / "small" / "wmrl"])
     found = reproduce.agreement("primary", ["13_primary"], results)
     assert (found["runs"], found["within_1pt"]) == (2, 1)
@@ -326,11 +326,14 @@ def test_processes_opening_a_record_whose_working_copy_is_gone_import_it_once(tm
 
 # -- the committed records ---------------------------------------------------------------------------
 COMMITTED = REPO / "results"
-#: One run of each campaign whose execution record is committed, replayed in full by the test below: the
-#: record must give back that run's committed files on any machine, to the bit but for the last bits of the
-#: policy's float32 training diagnostics (wmrl.runs.FLOAT32_DIAGNOSTICS), which depend on the CPU.
-REPLAYED = {"beyond": "wm~exploit/seed0", "dial": "wm~oracle-0/seed0", "core": "wmrl/seed0", "primary": "wmrl~tuning/seed6",
-            "redeclared": "wmrl/seed18"}
+#: One run of each campaign whose execution record is committed (its folder under results/train/), replayed in
+#: full by the test below: the record must give back that run's committed files on any machine, to the bit but
+#: for the last bits of the policy's float32 training diagnostics (wmrl.runs.FLOAT32_DIAGNOSTICS), which depend
+#: on the CPU.
+REPLAYED = {"beyond": "small/wm~exploit/seed0", "dial": "small/wm~oracle-0/seed0", "core": "small/wmrl/seed0",
+            "primary": "small/wmrl~tuning/seed6", "redeclared": "small/wmrl/seed18", "llm": "llm-small/wmrl/seed6"}
+#: A replayed LLM run trains SmolLM2 for minutes: it is in ``make test-llm``.
+HEAVY = {"llm"}
 
 
 def _record_contexts(path) -> set[str]:
@@ -362,7 +365,8 @@ def _recorded_kernels(summary: dict) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("campaign", sorted(REPLAYED))
+@pytest.mark.parametrize("campaign", [pytest.param(c, marks=pytest.mark.llm_heavy) if c in HEAVY else c
+                                      for c in sorted(REPLAYED)])
 def test_a_committed_run_replays_from_the_committed_record_to_the_bit(campaign, pool, tmp_path, monkeypatch):
     """Retrain one committed run from its campaign's committed record: nothing executes, no clock is read, and
     every file the run writes equals the committed one (JSON without its provenance, parquet exactly). On a CPU
@@ -371,17 +375,17 @@ def test_a_committed_run_replays_from_the_committed_record_to_the_bit(campaign, 
     failure, with the reason); where it flips none, the files must still be the committed ones."""
     import torch
 
-    committed = COMMITTED / "train" / "small" / REPLAYED[campaign]
+    committed = COMMITTED / "train" / REPLAYED[campaign]
     summary = json.loads((committed / "summary.json").read_text())
     config = RunConfig.from_dict(summary["provenance"]["config"])
     monkeypatch.setattr(Sandbox, "_execute", lambda self, task, code: pytest.fail("a replay executed a script"))
     _use(monkeypatch, f"replay:{COMMITTED / 'executions' / f'{campaign}.jsonl.gz'}")
-    out = tmp_path.joinpath("train", "small", *REPLAYED[campaign].split("/"))
+    out = tmp_path.joinpath("train", *REPLAYED[campaign].split("/"))
     here, there = torch.backends.cpu.get_cpu_capability(), _recorded_kernels(summary)
     try:
-        train_run(config, "small", out, pool=pool, progress=False)
+        train_run(config, REPLAYED[campaign].split("/")[0], out, pool=pool, progress=False)
     except record.ReplayDiverged as diverged:
-        assert f"run:train/small/{REPLAYED[campaign]}" in str(diverged)
+        assert f"run:train/{REPLAYED[campaign]}" in str(diverged)
         if here == there:
             raise
         pytest.xfail(f"this CPU's float32 kernels are {here}, the recording CPU's {there}: the replay left the "

@@ -49,15 +49,13 @@ class Campaign:
     """One campaign: what it is, its notebooks (by number; None: every one no other campaign lists),
     its runs and the other result folders under ``results/`` it rebuilds whole (``{KEY}`` filled in
     from the preset's notebook parameters, ``{preset}`` with the preset's name), and the notebook
-    parameter listing its seeds (a quick variant trains the first of them); ``unrecorded``: why the campaign
-    keeps no execution record and cannot be replayed from one ("" for a recorded campaign)."""
+    parameter listing its seeds (a quick variant trains the first of them)."""
 
     about: str
     notebooks: tuple[int, ...] | None
     runs: tuple[Runs, ...] = ()
     folders: tuple[str, ...] = field(default=())
     seeds: str = "SEEDS"
-    unrecorded: str = ""
 
 
 # Notebook 11's variants (notebooks/_regime.py), notebook 08's (notebooks/_fidelity_dial.py) and notebook

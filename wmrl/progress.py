@@ -60,14 +60,16 @@ class RunCounter:
     kernel's stderr on to the terminal, so a campaign shows them (and each run's own step bar) under papermill.
     ``expected`` holds each run's seconds as an earlier run of it took (None: unknown). The time left is the
     runs not finished at those seconds, scaled by how the finished runs' seconds compare with theirs (another
-    machine, another load), less what the running one has used; an unknown run counts as the mean of the known.
+    machine, another load), less what the running one has used. An unknown run counts as the mean of the finished
+    runs of its ``groups`` entry (its arm: one arm's runs cost alike, another's not), else as the mean of the known.
     ``at_once``: runs trained in parallel, which divide the time left; ``quiet``: say nothing.
     """
 
-    def __init__(self, labels, expected=None, *, at_once: int = 1, quiet: bool = False, stream=None,
+    def __init__(self, labels, expected=None, *, groups=None, at_once: int = 1, quiet: bool = False, stream=None,
                  clock=time.monotonic):
         self.labels = list(labels)
         self.expected = list(expected) if expected is not None else [None] * len(self.labels)
+        self.groups = list(groups) if groups is not None else list(range(len(self.labels)))
         self.at_once, self.quiet, self.stream, self.clock = max(1, at_once), quiet, stream, clock
         self.took: dict[int, float] = {}
         self.started: dict[int, float] = {}
@@ -83,7 +85,12 @@ class RunCounter:
         known = [e * speed for e in self.expected if e]
         fill = (sum(known) / len(known) if known else
                 sum(self.took.values()) / len(self.took) if self.took else None)
-        return [e * speed if e else fill for e in self.expected]
+        took_by_group: dict = {}
+        for i, t in self.took.items():
+            took_by_group.setdefault(self.groups[i], []).append(t)
+        return [e * speed if e else
+                sum(took_by_group[g]) / len(took_by_group[g]) if (g := self.groups[i]) in took_by_group else fill
+                for i, e in enumerate(self.expected)]
 
     def left_s(self) -> float | None:
         """Seconds until every run has finished, or None while nothing tells."""

@@ -79,7 +79,7 @@ from wmrl.experiments.executor import EXECUTOR_HELP, parse_executor
 from wmrl.experiments.notebook import REDRAW_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
-from wmrl.provenance import REPO, atomic_path, committed_bytes, cpu_model, provenance, write_json_atomic
+from wmrl.provenance import REPO, atomic_path, committed_files, cpu_model, provenance, write_json_atomic
 from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
 __all__ = ["CAMPAIGNS", "FIRST_LOOK", "FIRST_LOOK_ARMS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
@@ -93,19 +93,17 @@ RESULTS_PAGE = REPO / "RESULTS.md"
 TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
 FIGURES = REPO / "figures"
-# Notebooks a replay of the execution record does not cover (the module's docstring says why).
-#: The notebooks of a campaign that keeps no execution record, with the reason (wmrl/campaigns.py).
-NOT_REPLAYABLE = {n: c.unrecorded for c in CAMPAIGNS.values() if c.unrecorded for n in c.notebooks or ()}
 #: ``make reproduce-quick``'s notebooks (the Makefile's QUICK_NOTEBOOKS), trained at seed 0: a first look of about
-#: 20 minutes on 2 cores. Notebook 02 is left out (its ablation arms mix, ivd and od would add three runs), and 11.
-FIRST_LOOK = ("00_theory", "01_main_table", "03_anchor_only", "04_compute", "05_world_model_fidelity", "06_vla")
+#: 20 minutes on 2 cores. Left out: notebook 02 (its ablation arms mix, ivd and od would add three runs), 06 (the
+#: VLA transfer, its own runs: ``python -m wmrl.reproduce --only 06_vla --seeds 0`` adds it) and 11.
+FIRST_LOOK = ("00_theory", "01_main_table", "03_anchor_only", "04_compute", "05_world_model_fidelity")
 #: The notebook parameters that list the arms whose default runs the first look trains (05 trains wmrl, in MAIN_ARMS).
 FIRST_LOOK_ARMS = ("MAIN_ARMS", "ANCHOR_ARMS", "COMPUTE_ARMS")
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
      "core"),
-    ("make reproduce-quick", "a first look: notebooks 00-06 but 02, at seed 0, in results/runs/small-seeds0/",
+    ("make reproduce-quick", "a first look: notebooks 00-05 but 02, at seed 0, in results/runs/small-seeds0/",
      "quick"),
     ("make reproduce-dial", "notebook 08, the world-model fidelity dial (after make reproduce)", "dial"),
     ("make reproduce-beyond", "notebooks 09, 10, 12 and new ablations (after make reproduce)", "beyond"),
@@ -286,9 +284,10 @@ def compare_outputs(recorded: Path, replayed: Path, skip: set[str] = frozenset()
     return out
 
 
-def _committed(rel: Path) -> bytes | None:
-    """The file at ``rel`` (relative to ``results/``) as the last commit holds it, or None."""
-    return committed_bytes("HEAD", f"results/{rel.as_posix()}")
+def _committed(rels: list[Path]) -> dict[Path, bytes | None]:
+    """Each of ``rels`` (relative to ``results/``) as the last commit holds it, or None; read by one git call."""
+    found = committed_files("HEAD", [f"results/{rel.as_posix()}" for rel in rels])
+    return {rel: found[f"results/{rel.as_posix()}"] for rel in rels}
 
 
 #: A claims table's verdict columns, each named as the agreement reports a change in it.
@@ -319,19 +318,20 @@ def _outcomes(blob: bytes) -> dict[str, tuple]:
 def agreement(campaign: str, names: list[str], results: Path = RESULTS) -> dict:
     """How a retrained campaign agrees with the last commit's: its runs' held-out Avg (within 1 point),
     its notebooks' verdicts, and the outcome of every script both execution records ran."""
-    deltas = []
-    for folder in selection(campaign, results, REDRAW_PRESET):
-        for path in sorted(folder.rglob("summary.json")):
-            old = _committed(path.relative_to(results))
-            if old is not None:
-                deltas.append(100 * abs(json.loads(path.read_text())["heldout"]["avg"] - json.loads(old)["heldout"]["avg"]))
+    summaries = [p for folder in selection(campaign, results, REDRAW_PRESET) for p in sorted(folder.rglob("summary.json"))]
+    claims = {name: results / "claims" / REDRAW_PRESET / f"{name}.parquet" for name in names}
+    claims = {name: path for name, path in claims.items() if path.exists()}
+    kept = results / "executions" / f"{campaign}.jsonl.gz"
+    paths = [*summaries, *claims.values(), *([kept] if kept.exists() else [])]
+    old = {results / rel: data for rel, data in _committed([p.relative_to(results) for p in paths]).items()
+           if data is not None}
+    deltas = [100 * abs(json.loads(p.read_text())["heldout"]["avg"] - json.loads(old[p])["heldout"]["avg"])
+              for p in summaries if p in old]
     changed, compared = [], 0
-    for name in names:
-        path = results / "claims" / REDRAW_PRESET / f"{name}.parquet"
-        old = _committed(path.relative_to(results)) if path.exists() else None
-        if old is None:
+    for name, path in claims.items():
+        if path not in old:
             continue
-        new_v, old_v = _verdicts(path), _verdicts(io.BytesIO(old))
+        new_v, old_v = _verdicts(path), _verdicts(io.BytesIO(old[path]))
         for claim in new_v.index.intersection(old_v.index):
             compared += 1
             if new_v[claim] != old_v[claim]:
@@ -339,10 +339,8 @@ def agreement(campaign: str, names: list[str], results: Path = RESULTS) -> dict:
     out = {"runs": len(deltas), "within_1pt": sum(d <= 1.0 for d in deltas),
            "median_abs_delta": statistics.median(deltas) if deltas else None,
            "verdicts": compared, "verdicts_changed": changed, "scripts": None, "outcomes_changed": None}
-    path = results / "executions" / f"{campaign}.jsonl.gz"
-    old = _committed(path.relative_to(results)) if path.exists() else None
-    if old is not None:
-        a, b = _outcomes(old), _outcomes(path.read_bytes())
+    if kept in old:
+        a, b = _outcomes(old[kept]), _outcomes(kept.read_bytes())
         common = a.keys() & b.keys()
         out["scripts"], out["outcomes_changed"] = len(common), sum(a[k] != b[k] for k in common)
     return out
@@ -606,13 +604,11 @@ def _remove_fresh(campaign: str, root: Path, preset: str, seeds) -> None:
         path.unlink()
 
 
-def _record_spec(name: str, plan: Plan) -> tuple[str | None, Path | None]:
-    """The execution record a notebook trains under (``replay:`` the recorded one, or ``record:`` its campaign's,
-    None for a notebook whose campaign keeps none) and the file a record being made is exported to."""
+def _record_spec(name: str, plan: Plan) -> tuple[str, Path | None]:
+    """The execution record a notebook trains under (``replay:`` the recorded one, or ``record:`` its campaign's)
+    and the file a record being made is exported to (None in a replay)."""
     if plan.recorded is not None:
         return f"replay:{plan.recorded[0] / 'executions'}", None
-    if int(name[:2]) in NOT_REPLAYABLE:
-        return None, None
     export = plan.results_dir / "executions" / f"{campaign_of(name)}.jsonl.gz"
     export.parent.mkdir(parents=True, exist_ok=True)
     return f"record:{export}", export
@@ -633,16 +629,16 @@ def _recorded_runs(name: str, args, plan: Plan) -> set[Path]:
 
 
 def _replay_every_look(name: str, args, plan: Plan) -> None:
-    """A replay of a notebook that trains a look a call: call it again until every run the recorded campaign
-    finished is retrained, or a call retrains none (the rest is not the notebook's to train)."""
+    """A replay of a notebook that trains a look a call: call it until every run the recorded campaign finished
+    is retrained, or a call retrains none (the rest is not the notebook's to train)."""
     recorded, before = _recorded_runs(name, args, plan), None
     while True:
+        train_notebook(name, args.preset, args.kernel, plan.params, plan.records)
         done = {r for r in recorded if (plan.results_dir / r / "summary.json").is_file()}
         if done == recorded or done == before:
             return
         print(f"[replay] {len(done)} of the {len(recorded)} recorded runs retrained: {name}'s next look", flush=True)
         before = done
-        train_notebook(name, args.preset, args.kernel, plan.params, plan.records)
 
 
 def _run_notebook(name: str, args, plan: Plan, number: int = 1, total: int = 1) -> NotebookRun:
@@ -655,10 +651,11 @@ def _run_notebook(name: str, args, plan: Plan, number: int = 1, total: int = 1) 
         if not args.redraw_only:
             spec, export = _record_spec(name, plan)
             t0 = time.perf_counter()
-            with executions(spec, name, export) if spec else contextlib.nullcontext():
-                train_notebook(name, args.preset, args.kernel, plan.params, plan.records)
+            with executions(spec, name, export):
                 if plan.recorded is not None and _looks_a_call(name):
                     _replay_every_look(name, args, plan)
+                else:
+                    train_notebook(name, args.preset, args.kernel, plan.params, plan.records)
             run.train_s = time.perf_counter() - t0
         if plan.redraws:
             t0 = time.perf_counter()
@@ -745,10 +742,6 @@ def main(argv=None) -> int:
         _remove_fresh(args.campaign, RESULTS if plan.redraws else plan.records / "results", args.preset, args.seeds)
     names, missing = discover(args.only, args.campaign)
     runs = [NotebookRun(n, status="skipped", detail="not in notebooks/ yet") for n in missing]
-    if plan.recorded is not None:
-        runs += [NotebookRun(n, status="skipped", detail=f"not replayed: {NOT_REPLAYABLE[int(n[:2])]}")
-                 for n in names if int(n[:2]) in NOT_REPLAYABLE]
-        names = [n for n in names if int(n[:2]) not in NOT_REPLAYABLE]
     runs += [_run_notebook(name, args, plan, number, len(names)) for number, name in enumerate(names, 1)]
     if plan.redraws:
         runs.append(_after_redraw(args, runs, names))

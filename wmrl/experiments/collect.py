@@ -118,7 +118,8 @@ def _counter(todo, preset: str, jobs: int, progress: bool) -> RunCounter:
     a run's label is its folder's (``arm`` or ``arm~tag``)."""
     labels = [f"{Path(out).parent.name} seed {seed}" for _, seed, out in todo]
     expected = [expected_seconds(preset, Path(out).parent.name, seed) for _, seed, out in todo]
-    return RunCounter(labels, expected, at_once=jobs, quiet=not progress)
+    return RunCounter(labels, expected, groups=[Path(out).parent.name for _, _, out in todo], at_once=jobs,
+                      quiet=not progress)
 
 
 def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool) -> None:

@@ -212,8 +212,7 @@ def reproducibility(results: str | Path, brief: bool = False) -> str:
         return ""
     many = len(recorded) > 1
     # campaigns with committed runs but no record (one declared before its first look has neither)
-    others = [c for c, campaign in CAMPAIGNS.items()
-              if c not in recorded and not campaign.unrecorded and selection(c, results, REDRAW_PRESET)]
+    others = [c for c in CAMPAIGNS if c not in recorded and selection(c, results, REDRAW_PRESET)]
     kept = {c: json.loads(p.read_text()) for c in recorded if (p := folder / f"{c}.agreement.json").is_file()}
     earlier = {c for c, a in kept.items()  # runs added to or replaced in the record since its retraining
                if a.get("record_sha256") not in (None, record.digest(folder / f"{c}.jsonl.gz"))}

@@ -137,7 +137,7 @@ def run_all(preset: str, seeds, results: str | Path | None = None, arms=None, wo
     stages = list({sft_path(c.sft, c.seed, cache): (c.sft, c.seed, cache) for c in todo}.values())
     jobs = [(c, preset, results, tag) for c in todo]
     counter = RunCounter([f"vla {c.arm} seed {c.seed}" for c in todo], [_expected_s(c, preset, tag) for c in todo],
-                         at_once=max(1, workers))
+                         groups=[c.arm for c in todo], at_once=max(1, workers))
     counter.begin()
     if workers <= 1:
         for stage in stages:
