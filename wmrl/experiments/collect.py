@@ -116,10 +116,10 @@ def expected_seconds(preset: str, label: str, seed: int, results: str | Path = R
 def _counter(todo, preset: str, jobs: int, progress: bool) -> RunCounter:
     """The batch's :class:`~wmrl.progress.RunCounter` (silent without ``progress``), timed by the committed runs;
     a run's label is its folder's (``arm`` or ``arm~tag``)."""
-    labels = [f"{Path(out).parent.name} seed {seed}" for _, seed, out in todo]
-    expected = [expected_seconds(preset, Path(out).parent.name, seed) for _, seed, out in todo]
-    return RunCounter(labels, expected, groups=[Path(out).parent.name for _, _, out in todo], at_once=jobs,
-                      quiet=not progress)
+    folders = [(Path(out).parent.name, seed) for _, seed, out in todo]
+    return RunCounter([f"{label} seed {seed}" for label, seed in folders],
+                      [expected_seconds(preset, label, seed) for label, seed in folders],
+                      groups=[label for label, _ in folders], at_once=jobs, quiet=not progress)
 
 
 def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool) -> None:
