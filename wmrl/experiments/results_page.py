@@ -378,7 +378,8 @@ def _render_results(read: _Read) -> str:
               f"12's claims at its new seeds {params['CONFIRM_SEEDS']}"
               + (f"; the primary family at its seeds {_span(params['PRIMARY_SEEDS'])}" if name == PRIMARY else "")
               + "). Ours: seed-paired mean and 95% interval; *detectable*: at 80% power; verdict: the interval on the "
-              "paper's side, the other, or across; `-`: not in the paper. Holm's verdicts and what each notebook "
+              "paper's side, the other, or across (*open after look N*: a later look may resolve it); `-`: not in "
+              "the paper. Holm's verdicts and what each notebook "
               f"shows: [{FINDINGS_PAGE}]({FINDINGS_PAGE})."), ""]
     if name == PRIMARY:
         lines += [PRIMARY_HEADING, "",
