@@ -111,7 +111,7 @@ QUICKSTART = (
      "primary"),
     ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, its first look of four seeds",
      "llm"),
-    ("make reproduce-llm-quick", "a first look at notebook 07: its five arms at its first seed, in results/runs/",
+    ("make reproduce-llm-quick", "a first look at notebook 07: four of its arms (not wm) at its first seed",
      "llm-quick"),
     (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
      "run:wmrl/seed0"),
@@ -415,9 +415,10 @@ def timings(results: Path = RESULTS, preset: str = REDRAW_PRESET) -> dict:
              and p.parent.name in arms]
     out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 of the first look's arms (make reproduce-quick)")
     llm = results / "train" / notebook_params(preset)["LLM_PRESET"]
-    seed = quick_seed("llm", preset)
-    out["llm-quick"] = _entry(_summaries(sorted(llm.glob(f"*/seed{seed}"))),
-                              f"notebook 07's arms at seed {seed} (make reproduce-llm-quick)")
+    seed, arms = quick_seed("llm", preset), dict(CAMPAIGNS["llm"].quick).get("LLM_ARMS")
+    out["llm-quick"] = _entry(_summaries([p for p in sorted(llm.glob(f"*/seed{seed}"))
+                                          if arms is None or p.parent.name in arms]),
+                              f"notebook 07's quick arms at seed {seed} (make reproduce-llm-quick)")
     for _, _, key in QUICKSTART:
         if key.startswith("run:"):
             out[key] = _entry(_summaries([results / "train" / preset / key[4:]]), f"one run, {key[4:]}")
@@ -521,7 +522,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_args(parser: argparse.ArgumentParser, args) -> dict:
     """Refuse contradictory options (``parser.error``); fill ``args.seeds`` for ``--quick``; return the notebook
-    parameter naming the executor (empty for the default), checked before any run trains."""
+    parameters the options set, checked before any run trains: the executor (none for the default) and a quick
+    variant's (:attr:`wmrl.campaigns.Campaign.quick`)."""
     if args.replay_only:
         parser.error("--replay-only is not an option: --redraw-only redraws the committed notebooks from results/ "
                      "(--replay-executions retrains a campaign from its execution record)")
@@ -541,7 +543,8 @@ def _check_args(parser: argparse.ArgumentParser, args) -> dict:
     if args.replay_executions and (args.fresh or args.redraw_only):
         parser.error("--replay-executions retrains from the record into its own folder: not with --fresh or "
                      "--redraw-only")
-    return {} if args.executor is None else {"EXECUTOR": str(chosen)}
+    where = {} if args.executor is None else {"EXECUTOR": str(chosen)}
+    return where | (dict(CAMPAIGNS[args.campaign].quick) if args.quick else {})
 
 
 class NoRecord(FileNotFoundError):
