@@ -157,3 +157,19 @@ def test_a_long_batch_names_the_next_runs_and_counts_the_rest():
     out = io.StringIO()
     RunCounter([f"r seed {k}" for k in range(8)], stream=out).start(0)
     assert f"left after it: r seed 1, r seed 2, r seed 3 and {7 - NEXT_SHOWN} more;" in out.getvalue()
+
+
+def test_a_new_seeds_vla_run_is_expected_to_take_its_arms_committed_runs_mean():
+    import json
+
+    from wmrl.vla.config import vla_config
+    from wmrl.vla.results import result_path
+    from wmrl.vla.runner import _expected_s
+
+    took = []
+    for seed in (0, 1, 2):
+        timing = json.loads(result_path(None, "small", "wmrl", seed).read_text())["timing"]
+        took.append(timing["train_s"] + timing.get("eval_s", 0.0))
+        assert _expected_s(vla_config("wmrl", "small", seed, {}), "small", None) == took[-1]
+    assert _expected_s(vla_config("wmrl", "small", 7, {}), "small", None) == sum(took) / 3
+    assert _expected_s(vla_config("wmrl", "small", 7, {}), "small", "no-such-tag") is None
