@@ -413,3 +413,29 @@ def test_a_replay_of_a_notebook_that_trains_a_look_a_call_calls_it_until_every_r
     assert calls == ["15_redeclared"] * 2
     assert reproduce._looks_a_call("15_redeclared") and reproduce._looks_a_call("07_llm_agent")
     assert not reproduce._looks_a_call("01_main_table")
+
+
+def test_a_replay_goes_on_where_one_by_the_same_code_from_the_same_record_stopped(tmp_path, capsys):
+    """A replay folder stamped with this code and these records keeps its finished runs and loses its unfinished
+    ones; another record (or code) clears it whole."""
+    import json
+
+    recorded, folder = tmp_path / "recorded", tmp_path / "replay-executions"
+    (recorded / "executions").mkdir(parents=True)
+    (recorded / "executions" / "llm.jsonl.gz").write_bytes(b"look 1")
+    stamp = reproduce._replay_stamp(recorded)
+    reproduce._resume_or_clear_replay(folder, stamp)
+    train = folder / "results" / "train" / "llm-small"
+    for run, finished in (("grpo/seed6", True), ("grpo/seed7", False), ("wmrl/seed6", True)):
+        (train / run).mkdir(parents=True)
+        (train / run / "checkpoint.pt").write_bytes(b"")
+        if finished:
+            (train / run / "summary.json").write_text("{}")
+    reproduce._resume_or_clear_replay(folder, reproduce._replay_stamp(recorded))
+    assert sorted(str(p.relative_to(train)) for p in train.glob("*/seed*")) == ["grpo/seed6", "wmrl/seed6"]
+    assert "2 runs replayed earlier by this code from these records kept, 1 unfinished removed" in capsys.readouterr().out
+    (recorded / "executions" / "llm.jsonl.gz").write_bytes(b"looks 1 and 2")  # a new look recorded: start over
+    changed = reproduce._replay_stamp(recorded)
+    assert changed["records"] != stamp["records"] and changed["code"] == stamp["code"]
+    reproduce._resume_or_clear_replay(folder, changed)
+    assert not train.exists() and json.loads((folder / reproduce.REPLAY_STAMP).read_text()) == changed
