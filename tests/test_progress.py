@@ -96,6 +96,22 @@ def test_a_run_no_earlier_run_times_is_expected_to_take_what_its_arms_finished_r
     assert counter.left_s() == 40.0
 
 
+def test_a_new_seeds_run_is_expected_to_take_its_arms_recorded_runs_mean(tmp_path):
+    """The expected time of a run is its own recorded wall time; a seed not run yet (a new look's) expects the mean
+    of its arm's recorded seeds, and an arm with none is unknown."""
+    import json
+
+    from wmrl.experiments.collect import expected_seconds
+
+    for seed, wall in ((6, 100.0), (7, 200.0)):
+        (tmp_path / "train" / "p" / "grpo" / f"seed{seed}").mkdir(parents=True)
+        (tmp_path / "train" / "p" / "grpo" / f"seed{seed}" / "summary.json").write_text(json.dumps({"wall_s": wall}))
+    (tmp_path / "train" / "p" / "grpo" / "seed8").mkdir()  # begun, no summary: not counted
+    assert expected_seconds("p", "grpo", 7, tmp_path) == 200.0
+    assert expected_seconds("p", "grpo", 10, tmp_path) == 150.0
+    assert expected_seconds("p", "wm", 10, tmp_path) is None
+
+
 def _fake_runs_cell(folder: Path) -> str:
     """A cell that trains two runs through collect's local path, each run replaced by a stub."""
     return (f"from pathlib import Path\nfrom wmrl.experiments import collect\n"
@@ -141,3 +157,19 @@ def test_a_long_batch_names_the_next_runs_and_counts_the_rest():
     out = io.StringIO()
     RunCounter([f"r seed {k}" for k in range(8)], stream=out).start(0)
     assert f"left after it: r seed 1, r seed 2, r seed 3 and {7 - NEXT_SHOWN} more;" in out.getvalue()
+
+
+def test_a_new_seeds_vla_run_is_expected_to_take_its_arms_committed_runs_mean():
+    import json
+
+    from wmrl.vla.config import vla_config
+    from wmrl.vla.results import result_path
+    from wmrl.vla.runner import _expected_s
+
+    took = []
+    for seed in (0, 1, 2):
+        timing = json.loads(result_path(None, "small", "wmrl", seed).read_text())["timing"]
+        took.append(timing["train_s"] + timing.get("eval_s", 0.0))
+        assert _expected_s(vla_config("wmrl", "small", seed, {}), "small", None) == took[-1]
+    assert _expected_s(vla_config("wmrl", "small", 7, {}), "small", None) == sum(took) / 3
+    assert _expected_s(vla_config("wmrl", "small", 7, {}), "small", "no-such-tag") is None

@@ -40,3 +40,26 @@ def test_a_commit_not_in_the_history_or_no_clone_at_all_reads_as_none(repo, tmp_
     monkeypatch.setattr(provenance, "REPO", tmp_path / "nowhere")
     assert provenance.committed_bytes("HEAD", "results/a.json") is None
     assert provenance.committed_files("HEAD", []) == {}
+
+
+def test_the_code_digest_stays_across_a_results_commit_and_changes_with_the_code(tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "wmrl").mkdir()
+    (tmp_path / "wmrl" / "step.py").write_text("x = 1\n")
+    (tmp_path / "results.json").write_text("{}\n")
+    git("add", ".")
+    git("commit", "-qm", "code")
+    monkeypatch.setattr(provenance, "REPO", tmp_path)
+    first = provenance.code_digest()
+    (tmp_path / "results.json").write_text('{"avg": 1}\n')
+    git("commit", "-qam", "results")
+    assert provenance.code_digest() == first  # another commit, the same code
+    (tmp_path / "wmrl" / "step.py").write_text("x = 2\n")
+    uncommitted = provenance.code_digest()
+    assert uncommitted != first
+    git("commit", "-qam", "code changed")
+    assert provenance.code_digest() not in (first, uncommitted)

@@ -55,8 +55,11 @@ def test_a_quick_variant_trains_the_first_of_its_campaigns_seeds_in_its_own_fold
     first = campaigns.notebook_params("small")["LLM_SEEDS"][0]
     where = reproduce.RUNS / f"small-seeds{first}"
     assert seen == {"name": "07_llm_agent", "params": {"SEEDS": [first], "RESULTS_DIR": str(where / "results"),
-                                                       "FIGURES_DIR": str(where / "figures")}}
+                                                       "FIGURES_DIR": str(where / "figures"),
+                                                       "LLM_ARMS": ["untrained", "sft", "grpo", "wmrl"]}}
     assert calls == []
+    assert reproduce.main(["--campaign", "llm", "--seeds", str(first)]) == 0  # other seeds, every arm
+    assert "LLM_ARMS" not in seen["params"]
     with pytest.raises(SystemExit):
         reproduce.main(["--quick"])
     assert "--quick" in capsys.readouterr().err
@@ -313,19 +316,20 @@ def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_r
     summary(train / "wmrl~oracle-0.2" / "seed0", 120.0)
     summary(train / "wmrl~std" / "seed1", 30.0)
     summary(results / "train" / "llm-small" / "grpo" / "seed0", 7200.0)
-    summary(results / "train" / "llm-small" / "wm" / "seed6", 600.0)  # the llm campaign's quick seed
+    summary(results / "train" / "llm-small" / "wm" / "seed6", 600.0)  # the llm campaign's quick seed, not a quick arm
+    summary(results / "train" / "llm-small" / "wmrl" / "seed6", 500.0)  # a quick arm
     summary(results / "runs" / "small-seeds6" / "results" / "train" / "llm-small" / "wm" / "seed6", 5.0)  # scratch
     times = reproduce.timings(results)
     assert (times["core"]["train_s"], times["core"]["runs"]) == (90.0, 2)  # a variant's scratch run is not one
-    assert (times["llm-quick"]["train_s"], times["llm-quick"]["runs"]) == (600.0, 1)
-    assert (times["dial"]["train_s"], times["beyond"]["train_s"], times["llm"]["train_s"]) == (120.0, 1000.0, 7800.0)
+    assert (times["llm-quick"]["train_s"], times["llm-quick"]["runs"]) == (500.0, 1)
+    assert (times["dial"]["train_s"], times["beyond"]["train_s"], times["llm"]["train_s"]) == (120.0, 1000.0, 8300.0)
     assert (times["quick"]["train_s"], times["run:wmrl/seed0"]["runs"]) == (60.0, 1)
     assert times["core"]["commits"] == ["abcdef0"] and times["core"]["cores"] == [2]
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{reproduce.BEGIN} -->\nold\n{reproduce.END}\nafter\n")
     reproduce.write_timings(results, tmp_path / "timings.json", readme)
     text = readme.read_text()
-    assert "| `make reproduce-llm` |" in text and "| 2 h 10 min (2 runs) |" in text and "old" not in text
+    assert "| `make reproduce-llm` |" in text and "| 2 h 18 min (3 runs) |" in text and "old" not in text
     assert text.endswith("after\n") and json.loads((tmp_path / "timings.json").read_text()) == times
 
 
@@ -409,3 +413,29 @@ def test_a_replay_of_a_notebook_that_trains_a_look_a_call_calls_it_until_every_r
     assert calls == ["15_redeclared"] * 2
     assert reproduce._looks_a_call("15_redeclared") and reproduce._looks_a_call("07_llm_agent")
     assert not reproduce._looks_a_call("01_main_table")
+
+
+def test_a_replay_goes_on_where_one_by_the_same_code_from_the_same_record_stopped(tmp_path, capsys):
+    """A replay folder stamped with this code and these records keeps its finished runs and loses its unfinished
+    ones; another record (or code) clears it whole."""
+    import json
+
+    recorded, folder = tmp_path / "recorded", tmp_path / "replay-executions"
+    (recorded / "executions").mkdir(parents=True)
+    (recorded / "executions" / "llm.jsonl.gz").write_bytes(b"look 1")
+    stamp = reproduce._replay_stamp(recorded)
+    reproduce._resume_or_clear_replay(folder, stamp)
+    train = folder / "results" / "train" / "llm-small"
+    for run, finished in (("grpo/seed6", True), ("grpo/seed7", False), ("wmrl/seed6", True)):
+        (train / run).mkdir(parents=True)
+        (train / run / "checkpoint.pt").write_bytes(b"")
+        if finished:
+            (train / run / "summary.json").write_text("{}")
+    reproduce._resume_or_clear_replay(folder, reproduce._replay_stamp(recorded))
+    assert sorted(str(p.relative_to(train)) for p in train.glob("*/seed*")) == ["grpo/seed6", "wmrl/seed6"]
+    assert "2 runs replayed earlier by this code from these records kept, 1 unfinished removed" in capsys.readouterr().out
+    (recorded / "executions" / "llm.jsonl.gz").write_bytes(b"looks 1 and 2")  # a new look recorded: start over
+    changed = reproduce._replay_stamp(recorded)
+    assert changed["records"] != stamp["records"] and changed["code"] == stamp["code"]
+    reproduce._resume_or_clear_replay(folder, changed)
+    assert not train.exists() and json.loads((folder / reproduce.REPLAY_STAMP).read_text()) == changed

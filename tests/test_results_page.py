@@ -397,3 +397,20 @@ def test_ray_waves_pay_its_measured_cost_each_and_its_start_up_once():
     overhead = {"median_startup_s": 20.0, "per_wave_overhead_s": 5.0}
     assert ray_wall_s(64, 100.0, 32, overhead) == 2 * (100 + 5) + 20  # 64 runs, 32 at a time: two waves
     assert ray_wall_s(65, 100.0, 32, overhead) == 3 * (100 + 5) + 20
+
+
+def test_a_sequential_designs_unresolved_claim_is_open_until_its_last_look():
+    """Before a design's last look an unresolved claim is open (a later look may resolve it), and only at its last
+    look inconclusive; a resolved claim keeps its verdict at every look."""
+    import pandas as pd
+
+    table = pd.read_parquet(RESULTS / "claims" / "small" / "07_llm_agent.parquet").set_index("claim")
+    table["verdict"] = ["reproduced"] + ["inconclusive"] * (len(table) - 1)
+    for look, said in ((1, "open after look 1"), (2, "open after look 2"), (3, "inconclusive")):
+        table["look"] = look
+        verdicts = [row.split(" | ")[5] for row in results_page._claims_rows(table, "07_llm_agent", looks=3)]
+        assert verdicts == ["reproduced"] + [said] * (len(table) - 1), look
+    assert [row.split(" | ")[5] for row in results_page._claims_rows(table, "07_llm_agent")][1] == "inconclusive"
+    params = {"LLM_LOOKS": [4, 8, 12]}
+    assert results_page._looks(table, "07_llm_agent", params) == 3
+    assert results_page._looks(table, "08_fidelity_dial", params) is None

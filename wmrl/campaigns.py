@@ -49,13 +49,15 @@ class Campaign:
     """One campaign: what it is, its notebooks (by number; None: every one no other campaign lists),
     its runs and the other result folders under ``results/`` it rebuilds whole (``{KEY}`` filled in
     from the preset's notebook parameters, ``{preset}`` with the preset's name), and the notebook
-    parameter listing its seeds (a quick variant trains the first of them)."""
+    parameter listing its seeds (a quick variant trains the first of them, with the notebook parameters
+    ``quick`` sets: ``(name, value)`` pairs)."""
 
     about: str
     notebooks: tuple[int, ...] | None
     runs: tuple[Runs, ...] = ()
     folders: tuple[str, ...] = field(default=())
     seeds: str = "SEEDS"
+    quick: tuple[tuple[str, object], ...] = ()
 
 
 # Notebook 11's variants (notebooks/_regime.py), notebook 08's (notebooks/_fidelity_dial.py) and notebook
@@ -86,7 +88,10 @@ CAMPAIGNS: dict[str, Campaign] = {
                            seeds="REDECLARED_SEEDS"),
     "llm": Campaign("the language-model agent on TRL, notebook 07 (five arms at the preset's LLM_SEEDS, in looks, "
                     "every run from one kept warm start)",
-                    (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS"),
+                    (7,), folders=("train/{LLM_PRESET}",), seeds="LLM_SEEDS",
+                    # a first look within half an hour on 2 cores: GRPO, WMRL and the starts they are measured
+                    # from; the pure world model (about 10 minutes a run) only in the looks
+                    quick=(("LLM_ARMS", ["untrained", "sft", "grpo", "wmrl"]),)),
 }
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from wmrl.record import ENV as EXECUTIONS_ENV
 
-__all__ = ["REPO", "atomic_path", "code_version", "committed_bytes", "committed_files", "cpu_model", "executions",
+__all__ = ["REPO", "atomic_path", "code_digest", "code_version", "committed_bytes", "committed_files", "cpu_model", "executions",
            "find_repo", "float32_kernels", "processes", "provenance", "write_json_atomic"]
 
 
@@ -87,6 +87,14 @@ def code_version() -> str:
     commit = _git("rev-parse", "HEAD")
     diff = _git("diff", "HEAD", "--", *CODE_PATHS)
     return commit if not diff else f"{commit}+{hashlib.sha256(diff.encode()).hexdigest()[:12]}"
+
+
+def code_digest() -> str:
+    """A digest of the code this checkout runs (:data:`CODE_PATHS` as committed, and any uncommitted change to
+    them): unlike :func:`code_version`, the same across commits that leave the code alone (results, notes)."""
+    trees = _git("ls-tree", "HEAD", "--", *CODE_PATHS)
+    diff = _git("diff", "HEAD", "--", *CODE_PATHS)
+    return hashlib.sha256(f"{trees}\0{diff}".encode()).hexdigest()[:16]
 
 
 def provenance(config: dict | None = None, seed: int | None = None) -> dict:

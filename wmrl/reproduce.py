@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -79,7 +80,7 @@ from wmrl.experiments.executor import EXECUTOR_HELP, parse_executor
 from wmrl.experiments.notebook import REDRAW_PRESET, available_presets, ensure_kernel, variant_folders
 from wmrl.experiments.results_page import write_readme_summary, write_results_page
 from wmrl.presets import notebook_params
-from wmrl.provenance import REPO, atomic_path, committed_files, cpu_model, provenance, write_json_atomic
+from wmrl.provenance import REPO, atomic_path, code_digest, committed_files, cpu_model, provenance, write_json_atomic
 from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
 __all__ = ["CAMPAIGNS", "FIRST_LOOK", "FIRST_LOOK_ARMS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
@@ -111,7 +112,7 @@ QUICKSTART = (
      "primary"),
     ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, its first look of four seeds",
      "llm"),
-    ("make reproduce-llm-quick", "a first look at notebook 07: its five arms at its first seed, in results/runs/",
+    ("make reproduce-llm-quick", "a first look at notebook 07: four of its arms (not wm) at its first seed",
      "llm-quick"),
     (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
      "run:wmrl/seed0"),
@@ -415,9 +416,10 @@ def timings(results: Path = RESULTS, preset: str = REDRAW_PRESET) -> dict:
              and p.parent.name in arms]
     out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 of the first look's arms (make reproduce-quick)")
     llm = results / "train" / notebook_params(preset)["LLM_PRESET"]
-    seed = quick_seed("llm", preset)
-    out["llm-quick"] = _entry(_summaries(sorted(llm.glob(f"*/seed{seed}"))),
-                              f"notebook 07's arms at seed {seed} (make reproduce-llm-quick)")
+    seed, arms = quick_seed("llm", preset), dict(CAMPAIGNS["llm"].quick).get("LLM_ARMS")
+    out["llm-quick"] = _entry(_summaries([p for p in sorted(llm.glob(f"*/seed{seed}"))
+                                          if arms is None or p.parent.name in arms]),
+                              f"notebook 07's quick arms at seed {seed} (make reproduce-llm-quick)")
     for _, _, key in QUICKSTART:
         if key.startswith("run:"):
             out[key] = _entry(_summaries([results / "train" / preset / key[4:]]), f"one run, {key[4:]}")
@@ -521,7 +523,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_args(parser: argparse.ArgumentParser, args) -> dict:
     """Refuse contradictory options (``parser.error``); fill ``args.seeds`` for ``--quick``; return the notebook
-    parameter naming the executor (empty for the default), checked before any run trains."""
+    parameters the options set, checked before any run trains: the executor (none for the default) and a quick
+    variant's (:attr:`wmrl.campaigns.Campaign.quick`)."""
     if args.replay_only:
         parser.error("--replay-only is not an option: --redraw-only redraws the committed notebooks from results/ "
                      "(--replay-executions retrains a campaign from its execution record)")
@@ -539,9 +542,11 @@ def _check_args(parser: argparse.ArgumentParser, args) -> dict:
         parser.error("--fresh removes a campaign's runs before training them: it needs --campaign and training "
                      "(not --redraw-only)")
     if args.replay_executions and (args.fresh or args.redraw_only):
-        parser.error("--replay-executions retrains from the record into its own folder: not with --fresh or "
-                     "--redraw-only")
-    return {} if args.executor is None else {"EXECUTOR": str(chosen)}
+        parser.error("--replay-executions retrains from the record into its own folder, going on where an earlier "
+                     "replay by the same code from the same record stopped: not with --fresh (remove "
+                     "results/runs/replay-executions*/ to start over) or --redraw-only")
+    where = {} if args.executor is None else {"EXECUTOR": str(chosen)}
+    return where | (dict(CAMPAIGNS[args.campaign].quick) if args.quick else {})
 
 
 class NoRecord(FileNotFoundError):
@@ -583,8 +588,7 @@ def _plan(args, where: dict) -> Plan:
             raise NoRecord(f"no execution record in {plan.results_dir / 'executions'}: a campaign trained by this "
                            "version of wmrl.reproduce writes one (the committed runs that predate it have none)")
         plan.results_dir, plan.figures_dir = variant_folders("-".join(["replay-executions"] + ([variant] if variant else [])))
-        if plan.results_dir.parent.exists():
-            shutil.rmtree(plan.results_dir.parent)  # a replay retrains every run from its record
+        _resume_or_clear_replay(plan.results_dir.parent, _replay_stamp(plan.recorded[0]))
         plan.records, plan.redraws = plan.results_dir.parent, False
         if args.campaign:
             plan.copied = _copy_others(args.campaign, plan.recorded[0], plan.results_dir, args.preset, args.seeds)
@@ -592,6 +596,37 @@ def _plan(args, where: dict) -> Plan:
         plan.params.update(RESULTS_DIR=str(plan.results_dir), FIGURES_DIR=str(plan.figures_dir))
     plan.params.update(where)
     return plan
+
+
+#: A replay folder's stamp: what it was replayed from and by (:func:`_replay_stamp`).
+REPLAY_STAMP = "replayed-from.json"
+
+
+def _replay_stamp(recorded: Path) -> dict:
+    """What a replay's runs depend on: the code (:func:`~wmrl.provenance.code_digest`) and each execution
+    record's sha256."""
+    return {"code": code_digest(),
+            "records": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                        for p in sorted((recorded / "executions").glob("*.jsonl.gz"))}}
+
+
+def _resume_or_clear_replay(folder: Path, stamp: dict) -> None:
+    """Keep a replay folder made by the same code from the same records, so that ``--replay-executions`` again
+    goes on where it stopped: its finished runs kept, every unfinished one (no ``summary.json``) removed to
+    retrain from its start. Any other folder is removed whole; the stamp is written either way."""
+    kept = folder / REPLAY_STAMP
+    if kept.is_file() and json.loads(kept.read_text()) == stamp:
+        train = folder / "results" / "train"
+        unfinished = [s for s in sorted(train.glob("*/*/seed*")) if not (s / "summary.json").is_file()]
+        for run in unfinished:
+            shutil.rmtree(run)
+        done = len(list(train.glob("*/*/seed*/summary.json")))
+        print(f"[replay] going on in {folder}: {done} runs replayed earlier by this code from these records kept, "
+              f"{len(unfinished)} unfinished removed", flush=True)
+    elif folder.exists():
+        shutil.rmtree(folder)  # another code or record: every run is retrained
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(kept, stamp)
 
 
 def _remove_fresh(campaign: str, root: Path, preset: str, seeds) -> None:

@@ -105,12 +105,19 @@ def ensure_runs(arms, seeds, preset: str = "small", results: str | Path = RESULT
 
 def expected_seconds(preset: str, label: str, seed: int, results: str | Path = RESULTS) -> float | None:
     """The wall time the run ``label`` (``arm`` or ``arm~tag``) at ``seed`` under ``results`` recorded (the
-    committed one by default), or None."""
-    try:
-        summary = Path(results) / "train" / preset / label / f"seed{seed}" / "summary.json"
-        return float(json.loads(summary.read_text())["wall_s"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    committed one by default); for a seed not run yet, the mean of ``label``'s recorded runs at other seeds (an
+    earlier look's); None when ``label`` has none."""
+    def wall(summary: Path) -> float | None:
+        try:
+            return float(json.loads(summary.read_text())["wall_s"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    folder = Path(results) / "train" / preset / label
+    if (own := wall(folder / f"seed{seed}" / "summary.json")) is not None:
+        return own
+    others = [w for s in sorted(folder.glob("seed*/summary.json")) if (w := wall(s)) is not None]
+    return sum(others) / len(others) if others else None
 
 
 def _counter(todo, preset: str, jobs: int, progress: bool) -> RunCounter:

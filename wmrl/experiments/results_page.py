@@ -89,16 +89,30 @@ def _paper_cell(text: str) -> str:
     return str(text) if rest == str(text) else ("- " + rest).strip()
 
 
-def _claims_rows(table: pd.DataFrame, notebook: str) -> list[str]:
+def _claims_rows(table: pd.DataFrame, notebook: str, looks: int | None = None) -> list[str]:
+    """The page's rows of one notebook's claims. In a sequential design of ``looks`` looks, a claim not resolved
+    before the last look is "open after look N", not inconclusive: a later look may still resolve it."""
     shown = claims.claims_display(table)
     # a sequential design's verdict (notebook 07's: Holm at the look's level, equivalence too) is its ``verdict``
     col = "verdict (Holm)" if _declared(table) and "p_tost" not in table.columns else "verdict"
     out = []
-    for cid, r in shown.iterrows():
+    for i, (cid, r) in enumerate(shown.iterrows()):
+        said = r[col]
+        if looks is not None and said == "inconclusive" and int(table.look.iloc[i]) < looks:
+            said = f"open after look {int(table.look.iloc[i])}"
         out.append("| " + " | ".join(_cell(v) for v in (
-            cid, r.statement, _paper_cell(r.paper), r["ours (95% CI)"], r["detectable (80%)"], r[col],
+            cid, r.statement, _paper_cell(r.paper), r["ours (95% CI)"], r["detectable (80%)"], said,
             f"[{notebook}](notebooks/{notebook}.ipynb)")) + " |")
     return out
+
+
+#: The preset parameter that lists each sequential design's looks, by notebook.
+LOOKS = {"07_llm_agent": "LLM_LOOKS", "15_redeclared": "REDECLARED_LOOKS"}
+
+
+def _looks(table: pd.DataFrame, notebook: str, params: dict) -> int | None:
+    """How many looks ``notebook``'s sequential design declares; None for a design of one look."""
+    return len(params[LOOKS[notebook]]) if notebook in LOOKS and "look" in table.columns else None
 
 
 PRIMARY_HEADING = "## The primary family"
@@ -364,7 +378,8 @@ def _render_results(read: _Read) -> str:
               f"12's claims at its new seeds {params['CONFIRM_SEEDS']}"
               + (f"; the primary family at its seeds {_span(params['PRIMARY_SEEDS'])}" if name == PRIMARY else "")
               + "). Ours: seed-paired mean and 95% interval; *detectable*: at 80% power; verdict: the interval on the "
-              "paper's side, the other, or across; `-`: not in the paper. Holm's verdicts and what each notebook "
+              "paper's side, the other, or across (*open after look N*: a later look may resolve it); `-`: not in "
+              "the paper. Holm's verdicts and what each notebook "
               f"shows: [{FINDINGS_PAGE}]({FINDINGS_PAGE})."), ""]
     if name == PRIMARY:
         lines += [PRIMARY_HEADING, "",
@@ -397,7 +412,7 @@ def _render_results(read: _Read) -> str:
         if here:
             lines += CLAIMS_HEADER
             for notebook in here:
-                lines += _claims_rows(read.tables[notebook], notebook)
+                lines += _claims_rows(read.tables[notebook], notebook, _looks(read.tables[notebook], notebook, params))
         elif notebooks == OWN_RUNS:
             lines.append(NO_LOOK_YET)
         lines += ["", earlier, ""] if earlier else [""]

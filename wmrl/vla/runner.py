@@ -162,8 +162,16 @@ def _seconds(result: dict | None) -> float | None:
 
 
 def _expected_s(cfg: VLAConfig, preset: str, tag: str | None) -> float | None:
-    """The seconds the committed result of this (arm, seed) took (the run counter's estimate), or None."""
-    try:
-        return _seconds(json.loads(result_path(None, preset, cfg.arm, cfg.seed, tag).read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    """The seconds the committed result of this (arm, seed) took (the run counter's estimate); for a seed not run
+    yet, the mean of the arm's committed seeds; None when the arm has none."""
+    def took(path: Path) -> float | None:
+        try:
+            return _seconds(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    own = result_path(None, preset, cfg.arm, cfg.seed, tag)
+    if (seconds := took(own)) is not None:
+        return seconds
+    others = [t for p in sorted(own.parent.parent.glob("seed*/result.json")) if (t := took(p)) is not None]
+    return sum(others) / len(others) if others else None

@@ -9,7 +9,7 @@ run_solution.py SPEC`` does and then calls the very same ``run_solution.supervis
     server --fork--> job (enters the namespaces) --fork--> supervisor, PID 1 (mounts /proc)
                                                                 --fork--> the solution
 
-Two differences a solution can measure, both by design: ``cpu_s`` no longer includes the
+Two differences a solution can measure, both by design: ``cpu_s`` leaves out the
 preloaded imports, and RLIMIT_AS (set after the fork, like every limit) counts the preloaded
 libraries' ~0.5 GB of mappings from the start, as a cold run does once it imports them; a
 script importing none of them has that much less address space than it would cold.

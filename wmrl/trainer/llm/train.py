@@ -391,8 +391,10 @@ def build_trainer(cfg: RunConfig, out: Path, init: Path, train_tasks, eval_tasks
     callback = WMRLCallback(step, log, run_eval, lambda done: cfg.eval.due(done, cfg.train.steps), wm,
                             config=cfg.identity())
     args = trainer_args(cfg, out, n_groups, PartialState().num_processes, timeout_s)
-    trainer = GRPOTrainer(model=str(init), reward_funcs=[reward], args=args,
-                          train_dataset=dataset, processing_class=tokenizer, rollout_func=roll, callbacks=[callback])
+    with warnings.catch_warnings():  # TRL calls rollout_func experimental; the pinned TRL is the one tested
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
+        trainer = GRPOTrainer(model=str(init), reward_funcs=[reward], args=args, train_dataset=dataset,
+                              processing_class=tokenizer, rollout_func=roll, callbacks=[callback])
     holder.append(weakref.ref(trainer))
     return trainer
 
