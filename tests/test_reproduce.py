@@ -322,6 +322,7 @@ def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_r
     times = reproduce.timings(results)
     assert (times["core"]["train_s"], times["core"]["runs"]) == (90.0, 2)  # a variant's scratch run is not one
     assert (times["llm-quick"]["train_s"], times["llm-quick"]["runs"]) == (500.0, 1)
+    assert (times["llm-look"]["train_s"], times["llm-look"]["runs"]) == (1100.0, 2)  # seeds 6-9, not seed 0
     assert (times["dial"]["train_s"], times["beyond"]["train_s"], times["llm"]["train_s"]) == (120.0, 1000.0, 8300.0)
     assert (times["quick"]["train_s"], times["run:wmrl/seed0"]["runs"]) == (60.0, 1)
     assert times["core"]["commits"] == ["abcdef0"] and times["core"]["cores"] == [2]
@@ -329,7 +330,7 @@ def test_timings_sum_each_campaigns_recorded_run_times_and_the_readme_table_is_r
     readme.write_text(f"# x\n{reproduce.BEGIN} -->\nold\n{reproduce.END}\nafter\n")
     reproduce.write_timings(results, tmp_path / "timings.json", readme)
     text = readme.read_text()
-    assert "| `make reproduce-llm` |" in text and "| 2 h 18 min (3 runs) |" in text and "old" not in text
+    assert "| `make reproduce-llm` |" in text and "| 18 min (2 runs) |" in text and "old" not in text
     assert text.endswith("after\n") and json.loads((tmp_path / "timings.json").read_text()) == times
 
 

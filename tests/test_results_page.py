@@ -28,7 +28,7 @@ def flat(text: str) -> str:
 def says_claim(page: str, sentence: str) -> bool:
     """Whether FINDINGS.md (flattened) has the claim that one of what_we_see's sentences describes, with its
     statement and verdict; what_we_see's tally sentence is there as it is."""
-    if sentence.startswith("Of ") or re.match(r"\S+ \(.*\) after look \d+: ", sentence):
+    if sentence.startswith("Of ") or re.match(r"\S+ \(.*\) (after|at) look \d+: ", sentence):
         return sentence in page  # the tally, and a sequential design's claims, are on the page as they are
     cid, statement, said = re.match(r"(\S+) \((.*)\): (reproduced\.|fails|not resolved[.:])", sentence).groups()
     verdict = {"reproduced.": "reproduced", "not resolved.": "inconclusive"}.get(said, said)

@@ -111,7 +111,7 @@ QUICKSTART = (
     ("make reproduce-primary", "notebook 13: the primary family, declared in advance, at 12 new seeds in two looks",
      "primary"),
     ("make reproduce-llm", "notebook 07: SmolLM2-135M trained with TRL, five arms, its first look of four seeds",
-     "llm"),
+     "llm-look"),
     ("make reproduce-llm-quick", "a first look at notebook 07: four of its arms (not wm) at its first seed",
      "llm-quick"),
     (".venv/bin/python -m wmrl.experiments run --arm wmrl --preset small --seed 0", "one run of one arm",
@@ -403,7 +403,8 @@ def timings(results: Path = RESULTS, preset: str = REDRAW_PRESET) -> dict:
     """Each campaign's training time at ``preset``: its runs under ``results/`` (its selection in
     :mod:`wmrl.campaigns`) and the sum of the wall time each run's ``summary.json`` recorded, with their
     machines' core counts, commits and dates. ``quick`` is ``make reproduce-quick``'s share (the default
-    runs at seed 0 of the arms of :data:`FIRST_LOOK_ARMS`); ``run:<arm>/seed<S>`` one run. The notebooks' own cells (redraws, scoring, the
+    runs at seed 0 of the arms of :data:`FIRST_LOOK_ARMS`), ``llm-look`` notebook 07's first look and
+    ``llm-quick`` its quick variant's runs; ``run:<arm>/seed<S>`` one run. The notebooks' own cells (redraws, scoring, the
     theory notebook's simulations, the VLA analog) and the LLM warm start are not runs, so not counted."""
     results = Path(results)
     out = {"source": "the sum of wall_s in each run's summary.json under results/ (python -m wmrl.reproduce --timings)",
@@ -416,6 +417,9 @@ def timings(results: Path = RESULTS, preset: str = REDRAW_PRESET) -> dict:
              and p.parent.name in arms]
     out["quick"] = _entry(_summaries(quick), "the default runs at seed 0 of the first look's arms (make reproduce-quick)")
     llm = results / "train" / notebook_params(preset)["LLM_PRESET"]
+    first = notebook_params(preset)["LLM_SEEDS"][:notebook_params(preset)["LLM_LOOKS"][0]]
+    out["llm-look"] = _entry(_summaries([p for p in sorted(llm.glob("*/seed*")) if int(p.name[4:]) in first]),
+                             f"notebook 07's first look, seeds {first[0]}-{first[-1]} (make reproduce-llm)")
     seed, arms = quick_seed("llm", preset), dict(CAMPAIGNS["llm"].quick).get("LLM_ARMS")
     out["llm-quick"] = _entry(_summaries([p for p in sorted(llm.glob(f"*/seed{seed}"))
                                           if arms is None or p.parent.name in arms]),
