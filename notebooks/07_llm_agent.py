@@ -396,9 +396,11 @@ if LOOK is not None:
         level = DESIGN[min(LOOK, len(DESIGN) - 1)].alpha / max(len(still_open), 1)
         for c in still_open:
             n = la.seeds_to_resolve(c.per_seed(runs).dropna(), alpha=level)
-            rows.append({"claim": c.id, "family": family, "level": round(level, 5), "seeds": n,
-                         "hours, 2 cores": round(n * per_arm_s[la.arms_due([c])].sum() / 3600, 1)})
-    print(pd.DataFrame(rows).to_string(index=False) if rows else "every claim is resolved")
+            rows.append({"claim": c.id, "comparison": f"{c.a} - {c.b}", "family": family, "level": round(level, 5),
+                         "seeds": n, "hours, 2 cores": round(n * per_arm_s[la.arms_due([c])].sum() / 3600, 1)})
+    TO_RESOLVE = pd.DataFrame(rows, columns=la.TO_RESOLVE_COLUMNS).assign(look=LOOK, looks=len(DESIGN))
+    nb.save_results(TO_RESOLVE, "to_resolve", cfg, f"llm/{llm_cfg.preset}", keep_unchanged=True)  # the page's cost
+    print(TO_RESOLVE.drop(columns=["look", "looks"]).to_string(index=False) if rows else "every claim is resolved")
 
 # %% [markdown]
 # ## What we see

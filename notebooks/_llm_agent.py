@@ -67,9 +67,9 @@ from wmrl.provenance import committed_files
 from wmrl.trainer.llm.grpo import SAID
 from wmrl.world_model.llm import stat_rates
 
-__all__ = ["EARLIER", "FAMILIES", "LLM", "LLM_LEARNS", "STEP_COLUMNS", "WM_COUNTS", "LLMReadout", "anchor_fidelity",
-           "anchor_pairs", "compute_breakdown", "design_arms", "earlier_designs", "final_evals", "per_task", "readout",
-           "run_design", "status_confusion", "step_table", "world_model_counts"]
+__all__ = ["EARLIER", "FAMILIES", "LLM", "LLM_LEARNS", "STEP_COLUMNS", "TO_RESOLVE_COLUMNS", "WM_COUNTS", "LLMReadout",
+           "anchor_fidelity", "anchor_pairs", "compute_breakdown", "design_arms", "earlier_designs", "final_evals",
+           "per_task", "readout", "run_design", "status_confusion", "step_table", "world_model_counts"]
 
 #: Notebook 07's claims on the LLM agent: Table 1's rows, with the warm start as the policy the trained arms
 #: start from. The L1 family (each trained arm against that start) is the notebook's primary question, "does the
@@ -96,6 +96,9 @@ EARLIER = (("seeds 0-2: a warm start per seed, on the runnable habit plans; 6 GR
 #: The per-step columns of an LLM run that :func:`step_table` reads (where a run logged them).
 STEP_COLUMNS = ("train_reward", "real_reward", "wm_reward", "real_ok_rate", "status_acc", "completion_tokens",
                 "mean_turns", "malformed_rate", "rho", "eta2", "kl", "entropy")
+#: Section "What is left": per open claim, the seeds its observed spread would take to resolve it at the level
+#: given, and the hours of its arms on 2 cores (kept as ``llm/<preset>/to_resolve.parquet``; RESULTS.md quotes it).
+TO_RESOLVE_COLUMNS = ("claim", "comparison", "family", "level", "seeds", "hours, 2 cores")
 #: The LLM world model's counts of a run that :func:`world_model_counts` reports.
 WM_COUNTS = ("predictions", "gated", "requests", "repairs", "parse_failures", "defaulted")
 

@@ -81,6 +81,25 @@ def test_the_run_counter_says_what_is_done_running_and_left_and_scales_the_time_
     assert RunCounter(["x"], [None], stream=out).left_s() is None  # nothing known until a run finishes
 
 
+def test_what_a_run_takes_beyond_its_record_is_added_to_each_run_left_not_scaled_with_it():
+    """A run's record (its summary's wall time) leaves out starting its process and loading its model. Comparing
+    elapsed seconds with recorded ones would read that fixed cost of a one-minute run as a machine three times
+    slower and scale a twelve-minute run by it; the speed compares records with records and the fixed cost is added."""
+    from wmrl.progress import RunCounter
+
+    clock = _Clock()
+    counter = RunCounter(["sft seed 0", "grpo seed 0", "wm seed 0"], [60.0, 720.0, None], groups=["sft", "grpo", "wm"],
+                         quiet=True, clock=clock)
+    counter.start(0)
+    clock.now = 200.0  # 66 s of its own, as recorded, and 134 s around it
+    counter.finish(0, recorded=66.0)
+    grpo = 720.0 * 1.1 + 134.0
+    assert counter.left_s() == pytest.approx(grpo + (60.0 * 1.1 + 134.0 + grpo) / 2)  # wm: the mean of the known
+    assert counter.left_s() < 720.0 * 200.0 / 60.0  # what scaling by the elapsed time would have said for grpo alone
+    counter.recorded.clear()  # no record given: the elapsed seconds are the record, as before
+    assert counter.left_s() == pytest.approx(720.0 * 200.0 / 60.0 + (200.0 + 2400.0) / 2)
+
+
 def test_a_run_no_earlier_run_times_is_expected_to_take_what_its_arms_finished_runs_took():
     from wmrl.progress import RunCounter
 
@@ -110,6 +129,17 @@ def test_a_new_seeds_run_is_expected_to_take_its_arms_recorded_runs_mean(tmp_pat
     assert expected_seconds("p", "grpo", 7, tmp_path) == 200.0
     assert expected_seconds("p", "grpo", 10, tmp_path) == 150.0
     assert expected_seconds("p", "wm", 10, tmp_path) is None
+
+
+def test_the_local_path_gives_the_counter_each_runs_recorded_wall_time(tmp_path, monkeypatch):
+    from wmrl.experiments import collect
+    from wmrl.progress import RunCounter
+
+    given = []
+    monkeypatch.setattr(collect, "run_arm", lambda *a, **k: {"wall_s": 7.0})
+    monkeypatch.setattr(RunCounter, "finish", lambda self, i, seconds=None, recorded=None: given.append(recorded))
+    collect._train_locally([("grpo", 0, tmp_path / "grpo" / "seed0")], "small", {}, 1, False)
+    assert given == [7.0]
 
 
 def _fake_runs_cell(folder: Path) -> str:

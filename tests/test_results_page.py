@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -414,3 +415,28 @@ def test_a_sequential_designs_unresolved_claim_is_open_until_its_last_look():
     params = {"LLM_LOOKS": [4, 8, 12]}
     assert results_page._looks(table, "07_llm_agent", params) == 3
     assert results_page._looks(table, "08_fidelity_dial", params) is None
+
+
+def test_the_llm_campaigns_open_claims_carry_the_seeds_and_hours_that_would_resolve_them(tmp_path):
+    """What notebook 07 keeps of an open claim's cost reaches the page under the LLM agent's claims, named for the
+    look it came from; a design with no open claim adds nothing."""
+    import pandas as pd
+
+    cost = pd.DataFrame({"claim": ["L2", "L4"], "comparison": ["wmrl - grpo", "wmrl - wm"],
+                         "family": ["secondary"] * 2, "level": [0.0123, 0.0123], "seeds": [57, float("nan")],
+                         "hours, 2 cores": [8.25, float("nan")], "look": 3, "looks": 3})
+    said = results_page.to_resolve_sentence(cost)
+    assert said.startswith("Open after the last look")
+    assert "L2 (wmrl - grpo) 57 seeds at level 0.0123, 8.2 hours of its arms on 2 cores" in said
+    assert "L4 (wmrl - wm) no spread yet to project from" in said
+    assert results_page.to_resolve_sentence(cost.assign(look=2)).startswith("Open after look 2 of 3")
+
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS / "claims", results / "claims")
+    shutil.copytree(RESULTS / "llm", results / "llm")
+    kept = results / results_page.TO_RESOLVE.format(**notebook_params("small"))
+    cost.iloc[:1].to_parquet(kept)
+    page = results_page.results_page(results, "small")
+    assert results_page.to_resolve_sentence(cost.iloc[:1]) in page.splitlines()
+    cost.iloc[:0].to_parquet(kept)
+    assert "Open after" not in results_page.results_page(results, "small")

@@ -58,10 +58,12 @@ class RunCounter:
 
     A notebook's kernel writes these lines while it trains; :func:`wmrl.reproduce.train_notebook` passes the
     kernel's stderr on to the terminal, so a campaign shows them (and each run's own step bar) under papermill.
-    ``expected`` holds each run's seconds as an earlier run of it took (None: unknown). The time left is the
-    runs not finished at those seconds, scaled by how the finished runs' seconds compare with theirs (another
-    machine, another load), less what the running one has used. An unknown run counts as the mean of the finished
-    runs of its ``groups`` entry (its arm: one arm's runs cost alike, another's not), else as the mean of the known.
+    ``expected`` holds each run's seconds as an earlier run of it recorded them (None: unknown). The time left is
+    the runs not finished at those seconds, scaled by how the finished runs' recorded seconds compare with theirs
+    (another machine, another load), plus the mean time a finished run took beyond its record (starting a
+    process, loading a model: the same for a short run and a long one, so it is added, not scaled), less what the
+    running one has used. An unknown run counts as the mean of the finished runs of its ``groups`` entry (its arm:
+    one arm's runs cost alike, another's not), else as the mean of the known.
     ``at_once``: runs trained in parallel, which divide the time left; ``quiet``: say nothing.
     """
 
@@ -72,6 +74,7 @@ class RunCounter:
         self.groups = list(groups) if groups is not None else list(range(len(self.labels)))
         self.at_once, self.quiet, self.stream, self.clock = max(1, at_once), quiet, stream, clock
         self.took: dict[int, float] = {}
+        self.recorded: dict[int, float] = {}
         self.started: dict[int, float] = {}
 
     def _say(self, text: str) -> None:
@@ -80,15 +83,17 @@ class RunCounter:
 
     def _per_run(self) -> list[float | None]:
         """Each run's expected seconds at the speed the finished runs showed, unknown ones filled in."""
-        pairs = [(self.took[i], self.expected[i]) for i in self.took if self.expected[i]]
+        pairs = [(self.recorded.get(i, t), self.expected[i]) for i, t in self.took.items() if self.expected[i]]
         speed = sum(t for t, _ in pairs) / sum(e for _, e in pairs) if pairs else 1.0
-        known = [e * speed for e in self.expected if e]
+        beyond = [self.took[i] - r for i, r in self.recorded.items()]
+        overhead = max(0.0, sum(beyond) / len(beyond)) if beyond else 0.0
+        known = [e * speed + overhead for e in self.expected if e]
         fill = (sum(known) / len(known) if known else
                 sum(self.took.values()) / len(self.took) if self.took else None)
         took_by_group: dict = {}
         for i, t in self.took.items():
             took_by_group.setdefault(self.groups[i], []).append(t)
-        return [e * speed if e else
+        return [e * speed + overhead if e else
                 sum(took_by_group[g]) / len(took_by_group[g]) if (g := self.groups[i]) in took_by_group else fill
                 for i, e in enumerate(self.expected)]
 
@@ -122,7 +127,10 @@ class RunCounter:
         self._say(f"[runs] training {self.labels[i]} ({len(self.took) + 1} of {len(self.labels)}); "
                   f"left after it: {shown or 'none'}; {self._status()}")
 
-    def finish(self, i: int, seconds: float | None = None) -> None:
-        """Run ``i`` has finished, in ``seconds`` (default: since its :meth:`start`): say it and what is left."""
+    def finish(self, i: int, seconds: float | None = None, recorded: float | None = None) -> None:
+        """Run ``i`` has finished, in ``seconds`` (default: since its :meth:`start`): say it and what is left.
+        ``recorded``: the seconds the run recorded itself, the measure ``expected`` holds (default: ``seconds``)."""
         self.took[i] = seconds if seconds is not None else self.clock() - self.started.get(i, self.clock())
+        if recorded is not None:
+            self.recorded[i] = recorded
         self._say(f"[runs] {self.labels[i]} done in {duration(self.took[i])}; {self._status()}")

@@ -137,8 +137,8 @@ def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool
     if jobs == 1:
         for i, (arm, seed, out) in enumerate(todo):
             counter.start(i)
-            run_arm(arm, preset, seed, out, overrides=overrides, progress=progress)
-            counter.finish(i)
+            summary = run_arm(arm, preset, seed, out, overrides=overrides, progress=progress)
+            counter.finish(i, recorded=summary.get("wall_s") if isinstance(summary, dict) else None)
         return
     counter.begin()
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch or sandbox state

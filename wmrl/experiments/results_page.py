@@ -129,6 +129,8 @@ CLAIMS_HEADER = ["| claim | statement | paper | ours (95% CI) | detectable | ver
 OWN_RUNS = ("07_llm_agent",)
 #: Notebook 07's earlier designs, recomputed with the seed as the unit (``notebooks/_llm_agent.py``: ``earlier_designs``).
 EARLIER = "llm/{LLM_PRESET}/earlier.parquet"
+#: Notebook 07's open claims with the seeds and hours that would resolve them (``_llm_agent.TO_RESOLVE_COLUMNS``).
+TO_RESOLVE = "llm/{LLM_PRESET}/to_resolve.parquet"
 #: The page's families after the primary one: (heading, what it holds, its notebooks in order).
 FAMILIES = (
     ("The paper's other tables", "Table 3's ablation and Table 2's embodied transfer.",
@@ -158,6 +160,7 @@ class _Read:
     declared: pd.DataFrame | None = None  # the primary family's declared runs (notebook 13, section 0)
     per_task: pd.DataFrame | None = None  # its claims per held-out task (notebook 13, section 1b)
     earlier: pd.DataFrame | None = None  # notebook 07's earlier designs
+    to_resolve: pd.DataFrame | None = None  # notebook 07's open claims and what would resolve them
 
 
 def _read(results: str | Path, preset: str) -> _Read:
@@ -171,6 +174,8 @@ def _read(results: str | Path, preset: str) -> _Read:
         out.per_task = pd.read_parquet(kept)
     if (kept := results / EARLIER.format(**params)).is_file():
         out.earlier = pd.read_parquet(kept)
+    if (kept := results / TO_RESOLVE.format(**params)).is_file():
+        out.to_resolve = pd.read_parquet(kept)
     runs = _train_runs(results, preset, seeds)
     paragraphs, tables = out.paragraphs, out.tables
     for notebook, d in declared_claims(results, preset).items():  # every notebook's, new ablations' too
@@ -413,6 +418,8 @@ def _render_results(read: _Read) -> str:
             lines += CLAIMS_HEADER
             for notebook in here:
                 lines += _claims_rows(read.tables[notebook], notebook, _looks(read.tables[notebook], notebook, params))
+            if notebooks == OWN_RUNS and read.to_resolve is not None and not read.to_resolve.empty:
+                lines += ["", to_resolve_sentence(read.to_resolve)]
         elif notebooks == OWN_RUNS:
             lines.append(NO_LOOK_YET)
         lines += ["", earlier, ""] if earlier else [""]
@@ -554,6 +561,18 @@ def earlier_sentence(earlier: pd.DataFrame) -> str:
                                                 f"({r.verdict_holm})" for _, r in t.iterrows()))
     return ("Earlier designs (a warm start per seed), recomputed with the seed as the unit: " + "; ".join(said)
             + " ([notebook 07](notebooks/07_llm_agent.ipynb), section 5).")
+
+
+def to_resolve_sentence(to_resolve: pd.DataFrame) -> str:
+    """Notebook 07's open claims in one sentence: per claim, the seeds at which its observed mean and spread would
+    resolve it at the level its look leaves, and the hours of the arms it compares on 2 cores (:data:`TO_RESOLVE`)."""
+    look, looks = int(to_resolve.look.iloc[0]), int(to_resolve.looks.iloc[0])
+    said = "; ".join(f"{r.claim} ({r.comparison}) " + (
+        f"{int(r.seeds)} seeds at level {r.level:.4f}, {r['hours, 2 cores']:.1f} hours of its arms on 2 cores"
+        if pd.notna(r.seeds) else "no spread yet to project from") for _, r in to_resolve.iterrows())
+    return (f"Open after {'the last look' if look >= looks else f'look {look} of {looks}'}, with the seeds at which "
+            f"each claim's observed mean and spread would resolve it: {said} "
+            "([notebook 07](notebooks/07_llm_agent.ipynb), *What is left*).")
 
 
 def _llm_sentence(page_lines: list[str]) -> str:

@@ -145,7 +145,7 @@ def run_all(preset: str, seeds, results: str | Path | None = None, arms=None, wo
         for i, job in enumerate(jobs):
             counter.start(i)
             _job(job)
-            counter.finish(i)
+            counter.finish(i, recorded=_seconds(stored_result(todo[i], preset, results, tag)[0]))
         return
     with mp.get_context("spawn").Pool(workers) as pool:
         pool.starmap(build_sft, stages)
