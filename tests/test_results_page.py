@@ -427,8 +427,7 @@ def test_the_llm_campaigns_open_claims_carry_the_seeds_and_hours_that_would_reso
                          "hours, 2 cores": [8.25, float("nan")], "look": 3, "looks": 3})
     said = results_page.to_resolve_sentence(cost)
     assert said.startswith("Open after the last look")
-    assert "L2 (wmrl - grpo) 57 seeds at level 0.0123, 8.2 hours of its arms on 2 cores" in said
-    assert "L4 (wmrl - wm) no spread yet to project from" in said
+    assert "L2 57 (0.0123; 8.2 h), L4 (no spread yet) (" in said
     assert results_page.to_resolve_sentence(cost.assign(look=2)).startswith("Open after look 2 of 3")
 
     results = tmp_path / "results"
