@@ -69,3 +69,20 @@ def test_no_dates_or_issue_numbers_in_the_package_the_readme_or_the_makefile():
 def test_the_diary_pattern_finds_what_it_should():
     assert DIARY.search("written 2026-12-02, not yet run") and DIARY.search("as Issue 13 asked")
     assert not DIARY.search("seed 2026 and 12 steps") and not DIARY.search("the issue is the budget")
+
+
+def test_the_first_looks_time_and_report_in_the_readme_are_the_measured_ones():
+    """The heading's minutes and the example's notebook rows are those of the last timed first look from a fresh
+    clone (``python -m bench.first_look``, results/bench/first_look.json), which changed no committed file; its run counter's lines are lines it printed."""
+    import json
+
+    measured = json.loads((REPO / "results" / "bench" / "first_look.json").read_text())
+    text = (REPO / "README.md").read_text()
+    assert f"## First look: `make reproduce-quick` (about {measured['minutes']} minutes)" in text
+    assert not measured["committed_files_changed"]
+    for row in measured["notebooks"]:
+        train = "       -" if row["train_s"] is None else f"{row['train_s']:8.1f}"
+        assert f"{row['notebook']:<24} {row['status']:<8} {train}" in text, row
+    head = text.split("## Where the method lives")[0]
+    shown = [line for line in head.splitlines() if line.startswith("[runs] ")]
+    assert shown and set(shown) <= set(measured["run_counter"]), set(shown) - set(measured["run_counter"])
