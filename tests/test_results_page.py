@@ -426,7 +426,7 @@ def test_the_llm_campaigns_open_claims_carry_the_seeds_and_hours_that_would_reso
                          "family": ["secondary"] * 2, "level": [0.0123, 0.0123], "seeds": [57, float("nan")],
                          "hours, 2 cores": [8.25, float("nan")], "look": 3, "looks": 3})
     said = results_page.to_resolve_sentence(cost)
-    assert said.startswith("Open after the last look")
+    assert said.startswith("Inconclusive at the last look")
     assert "L2 57 (0.0123; 8.2 h), L4 (no spread yet) (" in said
     assert results_page.to_resolve_sentence(cost.assign(look=2)).startswith("Open after look 2 of 3")
 
@@ -438,4 +438,4 @@ def test_the_llm_campaigns_open_claims_carry_the_seeds_and_hours_that_would_reso
     page = results_page.results_page(results, "small")
     assert results_page.to_resolve_sentence(cost.iloc[:1]) in page.splitlines()
     cost.iloc[:0].to_parquet(kept)
-    assert "Open after" not in results_page.results_page(results, "small")
+    assert "observed mean and spread would resolve" not in results_page.results_page(results, "small")

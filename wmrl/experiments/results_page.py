@@ -564,14 +564,14 @@ def earlier_sentence(earlier: pd.DataFrame) -> str:
 
 
 def to_resolve_sentence(to_resolve: pd.DataFrame) -> str:
-    """Notebook 07's open claims in one sentence: per claim, the seeds at which its observed mean and spread would
+    """Notebook 07's unresolved claims in one sentence: per claim, the seeds at which its observed mean and spread would
     resolve it at the level its look leaves, and the hours of the arms it compares on 2 cores (:data:`TO_RESOLVE`)."""
     look, looks = int(to_resolve.look.iloc[0]), int(to_resolve.looks.iloc[0])
     said = ", ".join(f"{r.claim} " + (f"{int(r.seeds)} ({r.level:.4f}; {r['hours, 2 cores']:.1f} h)"
                                       if pd.notna(r.seeds) else "(no spread yet)") for _, r in to_resolve.iterrows())
-    return (f"Open after {'the last look' if look >= looks else f'look {look} of {looks}'}, the seeds at which each "
-            f"claim's observed mean and spread would resolve it (level; hours of its arms on 2 cores): {said} "
-            "([notebook 07](notebooks/07_llm_agent.ipynb), *What is left*).")
+    when = "Inconclusive at the last look" if look >= looks else f"Open after look {look} of {looks}"
+    return (f"{when}, the seeds at which each claim's observed mean and spread would resolve it (level; hours of its "
+            f"arms on 2 cores): {said} ([notebook 07](notebooks/07_llm_agent.ipynb), *What is left*).")
 
 
 def _llm_sentence(page_lines: list[str]) -> str:
