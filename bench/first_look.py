@@ -4,10 +4,11 @@ A fresh clone of this repository's ``HEAD`` (committed files only, as a research
 them) in a scratch folder, then the README's two steps there, each timed on its own: ``make venv``
 (the virtual environment, from pip's cache where it has one) and ``make reproduce-quick`` (the pool
 prepared from nothing, the first look's runs trained at seed 0, its notebooks executed). The notebooks'
-outcomes are read from the command's own report (and its run counter's lines kept), the runs' recorded wall times from their
-``summary.json``, and ``git status`` in the clone says whether anything committed changed. All of it,
-with the machine's load and the provenance, goes to ``results/bench/first_look.json``, the file the
-README's first-look heading and example output quote (``tests/test_first_look.py`` holds them equal).
+outcomes are read from the command's own report (and its run counter's lines kept), the runs' recorded
+wall times from their ``summary.json``, and ``git status`` in the clone says whether anything committed
+changed. All of it, with the machine's load and the provenance, goes to ``results/bench/first_look.json``,
+the file the README's first-look heading and example output quote (``tests/test_front_door.py`` holds
+them equal).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from wmrl.provenance import REPO, provenance, write_json_atomic
+from wmrl.reproduce import REPORT_HEADER
 
 __all__ = ["main", "minutes", "parse_report"]
 
@@ -33,7 +35,7 @@ _ROW = re.compile(r"^(\d\d_\w+)\s+(ok|failed|skipped)\s+(\S+)\s+(\S+)")
 
 def parse_report(stdout: str) -> list[dict]:
     """The notebooks' rows of ``wmrl.reproduce``'s closing report, in its order; seconds are None for '-'."""
-    head = stdout.rfind("notebook                 status")
+    head = stdout.rfind(REPORT_HEADER)
     if head < 0:
         raise ValueError("no notebook report in the command's output (did it stop before its end?)")
     rows = []
@@ -72,14 +74,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
     args = parser.parse_args(argv)
-    if provenance()["git_dirty"]:
+    start = provenance()
+    if start["git_dirty"]:
         parser.error("the working tree's code differs from HEAD: commit it first (the clone gets HEAD only)")
     scratch = Path(tempfile.mkdtemp(prefix="wmrl-first-look-"))
     clone, log = scratch / "wmrl", scratch / "log.txt"
     keep = args.keep
     try:
         subprocess.run(["git", "clone", "--quiet", "--no-local", str(REPO), str(clone)], check=True)
-        print(f"clone of {provenance()['git_commit'][:7]} in {clone}; make venv ...", flush=True)
+        print(f"clone of {start['git_commit'][:7]} in {clone}; make venv ...", flush=True)
         venv_s, _ = _timed(["make", "venv"], clone, log)
         print(f"make venv: {venv_s:.0f} s; make reproduce-quick ...", flush=True)
         quick_s, out = _timed(["make", "reproduce-quick"], clone, log)

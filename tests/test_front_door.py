@@ -73,16 +73,19 @@ def test_the_diary_pattern_finds_what_it_should():
 
 def test_the_first_looks_time_and_report_in_the_readme_are_the_measured_ones():
     """The heading's minutes and the example's notebook rows are those of the last timed first look from a fresh
-    clone (``python -m bench.first_look``, results/bench/first_look.json), which changed no committed file; its run counter's lines are lines it printed."""
+    clone (``python -m bench.first_look``, results/bench/first_look.json), which changed no committed file; its run
+    counter's lines are lines it printed."""
     import json
+
+    from wmrl.reproduce import NotebookRun, report_line
 
     measured = json.loads((REPO / "results" / "bench" / "first_look.json").read_text())
     text = (REPO / "README.md").read_text()
     assert f"## First look: `make reproduce-quick` (about {measured['minutes']} minutes)" in text
     assert not measured["committed_files_changed"]
     for row in measured["notebooks"]:
-        train = "       -" if row["train_s"] is None else f"{row['train_s']:8.1f}"
-        assert f"{row['notebook']:<24} {row['status']:<8} {train}" in text, row
+        line = report_line(NotebookRun(row["notebook"], row["status"], row["train_s"], row["redraw_s"])).rstrip()
+        assert line + "\n" in text, line
     head = text.split("## Where the method lives")[0]
     shown = [line for line in head.splitlines() if line.startswith("[runs] ")]
     assert shown and set(shown) <= set(measured["run_counter"]), set(shown) - set(measured["run_counter"])

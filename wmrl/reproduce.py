@@ -83,8 +83,8 @@ from wmrl.presets import notebook_params
 from wmrl.provenance import REPO, atomic_path, code_digest, committed_files, cpu_model, provenance, write_json_atomic
 from wmrl.runs import FLOAT32_DIAGNOSTICS, FLOAT32_RTOL
 
-__all__ = ["CAMPAIGNS", "FIRST_LOOK", "FIRST_LOOK_ARMS", "QUICKSTART", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
-           "executions", "main", "quickstart_table", "record_durations", "redraw_notebook", "save_agreement", "timings",
+__all__ = ["CAMPAIGNS", "FIRST_LOOK", "FIRST_LOOK_ARMS", "QUICKSTART", "REPORT_HEADER", "NotebookRun", "agreement", "campaign_of", "compare_outputs", "discover",
+           "executions", "main", "quickstart_table", "record_durations", "redraw_notebook", "report_line", "save_agreement", "timings",
            "train_notebook", "write_timings"]
 
 NOTEBOOKS = REPO / "notebooks"
@@ -751,11 +751,20 @@ def _compare_replay(plan: Plan) -> NotebookRun:
     return page
 
 
+#: The heading of the notebooks' closing report (:func:`report_line` its rows).
+REPORT_HEADER = "notebook                 status    train_s  redraw_s  detail"
+
+
+def report_line(r: NotebookRun) -> str:
+    """One notebook's row of the closing report: name, status, train and redraw seconds ("-": none), detail."""
+    return f"{r.name:<24} {r.status:<8} {_fmt(r.train_s)} {_fmt(r.redraw_s)}   {r.detail}"
+
+
 def _report(runs: list[NotebookRun]) -> int:
     """Print each notebook's outcome; the exit status: 1 if any failed."""
-    print("\nnotebook                 status    train_s  redraw_s  detail")
+    print("\n" + REPORT_HEADER)
     for r in sorted(runs, key=lambda r: r.name):
-        print(f"{r.name:<24} {r.status:<8} {_fmt(r.train_s)} {_fmt(r.redraw_s)}   {r.detail}")
+        print(report_line(r))
     failed = [r.name for r in runs if r.status == "failed"]
     if failed:
         print(f"\nFAILED: {', '.join(failed)} (the papermill record is in results/runs/<name>.ipynb)", file=sys.stderr)
