@@ -68,7 +68,7 @@ bench: $(VENV)/.installed
 ## The GPU check's kit (scripts/device_check.sh): py3.12 wheels of the `llm` pins the machine lacks, a tiny Llama.
 DEVICE_WHEELS := trl==1.16.0 datasets==5.2.0 outlines==1.3.3 outlines_core==0.2.14 dill==0.4.1 multiprocess==0.70.19 \
 	diskcache==5.6.3 genson==1.4.0 pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 \
-	jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
+	jsonschema==4.24.1 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
 DEVICE_PLATFORMS := $(foreach p,manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64,--platform $(p))
 device-kit: $(VENV)/.installed
 	rm -rf .device && mkdir -p .device/wheels

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -63,3 +65,12 @@ def test_this_environment_runs_the_pinned_llm_stack():
     except importlib.metadata.PackageNotFoundError as exc:
         pytest.skip(f"the llm extra is not installed ({exc.name})")
     assert installed == {package: llm[package] for package in LLM_STACK}
+
+
+def test_importing_ray_builds_no_iri_grammars():
+    """Every Ray process (driver, agents, each run's fresh worker) imports jsonschema; a jsonschema that
+    imports rfc3987-syntax compiles its Earley grammars there first, seconds of CPU each time."""
+    pytest.importorskip("ray")
+    code = "import sys, ray; print('rfc3987_syntax' in sys.modules, 'lark' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert done.stdout.split() == ["False", "False"]
