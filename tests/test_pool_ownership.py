@@ -132,7 +132,7 @@ def test_pools_built_before_the_marker_are_recognised_by_their_manifest(pool, tm
     manifest = json.loads((pool.root / "manifest.json").read_text())
     manifest["tasks"] = [r for r in manifest["tasks"] if r["name"] == "iris_species"]
     (legacy / "manifest.json").write_text(json.dumps(manifest))
-    assert recipe.is_small_pool(legacy) and recipe._is_current(legacy)
+    assert recipe.is_small_pool(legacy) and recipe.pool_is_current(legacy)
     assert get_pool(legacy).names == ["iris_species"]  # used as it is: nothing written
     assert sorted(p.name for p in legacy.iterdir()) == ["iris_species", "manifest.json"]
     (legacy / "manifest.json").write_text(json.dumps({**manifest, "seed": 1}))  # not this recipe's seed

@@ -100,6 +100,20 @@ def test_what_a_run_takes_beyond_its_record_is_added_to_each_run_left_not_scaled
     assert counter.left_s() == pytest.approx(720.0 * 200.0 / 60.0 + (200.0 + 2400.0) / 2)
 
 
+def test_a_cost_paid_once_in_the_first_run_is_not_added_to_every_run_left():
+    """The first run of a batch pays for imports that later runs find done; the fixed cost added to each run left
+    is the least any finished run paid, so one run's one-time minutes are not multiplied by the runs left."""
+    from wmrl.progress import RunCounter
+
+    clock = _Clock()
+    counter = RunCounter([f"a seed {k}" for k in range(4)], [100.0] * 4, quiet=True, clock=clock)
+    for i, (elapsed, recorded) in enumerate([(200.0, 100.0), (103.0, 100.0)]):
+        counter.start(i)
+        clock.now += elapsed
+        counter.finish(i, recorded=recorded)
+    assert counter.left_s() == pytest.approx(2 * (100.0 + 3.0))  # not 2 * (100 + the mean 51.5)
+
+
 def test_a_run_no_earlier_run_times_is_expected_to_take_what_its_arms_finished_runs_took():
     from wmrl.progress import RunCounter
 
@@ -131,7 +145,7 @@ def test_a_new_seeds_run_is_expected_to_take_its_arms_recorded_runs_mean(tmp_pat
     assert expected_seconds("p", "wm", 10, tmp_path) is None
 
 
-def test_the_local_path_gives_the_counter_each_runs_recorded_wall_time(tmp_path, monkeypatch):
+def test_the_local_path_gives_the_counter_each_runs_recorded_wall_time(tmp_path, monkeypatch, pool):
     from wmrl.experiments import collect
     from wmrl.progress import RunCounter
 
@@ -142,6 +156,22 @@ def test_the_local_path_gives_the_counter_each_runs_recorded_wall_time(tmp_path,
     assert given == [7.0]
 
 
+def test_the_small_pool_is_built_once_before_the_first_run_is_timed(tmp_path, monkeypatch, capsys):
+    """On a fresh clone the pool is built at its first use: done inside the first run, its minutes would read as a
+    fixed cost of every run and the first time left would be far too long."""
+    from wmrl.experiments import collect
+    from wmrl.progress import RunCounter
+
+    events = []
+    monkeypatch.setattr(collect, "pool_is_current", lambda root: False)
+    monkeypatch.setattr(collect, "ensure_pool", lambda root: events.append("pool built"))
+    monkeypatch.setattr(collect, "run_arm", lambda *a, **k: events.append("run") or {"wall_s": 1.0})
+    monkeypatch.setattr(RunCounter, "start", lambda self, i: events.append("timed"))
+    collect._train_locally([(arm, 0, tmp_path / arm / "seed0") for arm in ("grpo", "wmrl")], "small", {}, 1, True)
+    assert events == ["pool built", "timed", "run", "timed", "run"]
+    assert "[runs] preparing the small task pool in " in capsys.readouterr().err
+
+
 def _fake_runs_cell(folder: Path) -> str:
     """A cell that trains two runs through collect's local path, each run replaced by a stub."""
     return (f"from pathlib import Path\nfrom wmrl.experiments import collect\n"
@@ -150,7 +180,7 @@ def _fake_runs_cell(folder: Path) -> str:
             f"'small', {{}}, 1, True)")
 
 
-def test_a_notebook_trained_by_reproduce_shows_its_run_counter_on_the_terminal(tmp_path, monkeypatch, capsys):
+def test_a_notebook_trained_by_reproduce_shows_its_run_counter_on_the_terminal(tmp_path, monkeypatch, capsys, pool):
     """papermill's cell counter stands still while a notebook trains: wmrl.reproduce passes the kernel's stderr on,
     so the run counter's lines reach the terminal while the cell runs, timed by the committed runs."""
     from wmrl import reproduce

@@ -60,9 +60,10 @@ class RunCounter:
     kernel's stderr on to the terminal, so a campaign shows them (and each run's own step bar) under papermill.
     ``expected`` holds each run's seconds as an earlier run of it recorded them (None: unknown). The time left is
     the runs not finished at those seconds, scaled by how the finished runs' recorded seconds compare with theirs
-    (another machine, another load), plus the mean time a finished run took beyond its record (starting a
-    process, loading a model: the same for a short run and a long one, so it is added, not scaled), less what the
-    running one has used. An unknown run counts as the mean of the finished runs of its ``groups`` entry (its arm:
+    (another machine, another load), plus the least time a finished run took beyond its record (starting a
+    process, loading a model: the same for a short run and a long one, so it is added, not scaled; the least,
+    because a cost paid once, such as the first run's imports, shows in one run only), less what the running one
+    has used. An unknown run counts as the mean of the finished runs of its ``groups`` entry (its arm:
     one arm's runs cost alike, another's not), else as the mean of the known.
     ``at_once``: runs trained in parallel, which divide the time left; ``quiet``: say nothing.
     """
@@ -86,7 +87,7 @@ class RunCounter:
         pairs = [(self.recorded.get(i, t), self.expected[i]) for i, t in self.took.items() if self.expected[i]]
         speed = sum(t for t, _ in pairs) / sum(e for _, e in pairs) if pairs else 1.0
         beyond = [self.took[i] - r for i, r in self.recorded.items()]
-        overhead = max(0.0, sum(beyond) / len(beyond)) if beyond else 0.0
+        overhead = max(0.0, min(beyond)) if beyond else 0.0
         known = [e * speed + overhead for e in self.expected if e]
         fill = (sum(known) / len(known) if known else
                 sum(self.took.values()) / len(self.took) if self.took else None)

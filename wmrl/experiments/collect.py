@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -28,10 +29,12 @@ from wmrl.config import SCHEDULING_FIELDS, experiment_identity
 from wmrl.experiments.costs import add_totals
 from wmrl.experiments.executor import parse_executor
 from wmrl.experiments.notebook import NotebookConfig, ParameterError
-from wmrl.experiments.run import run_arm
+from wmrl.experiments.run import check_pool, run_arm
 from wmrl.presets import run_config
 from wmrl.progress import RunCounter
 from wmrl.runs import RESULTS, run_dir, run_label
+from wmrl.tasks import default_root, is_small_pool_root
+from wmrl.tasks.recipe import ensure_pool, pool_is_current
 
 __all__ = ["check_runs_present", "ensure_arm_runs", "ensure_runs", "ensure_vla_runs", "expected_seconds", "load_runs",
            "load_table", "run_settings"]
@@ -129,10 +132,25 @@ def _counter(todo, preset: str, jobs: int, progress: bool) -> RunCounter:
                       groups=[label for label, _ in folders], at_once=jobs, quiet=not progress)
 
 
+def _prepare_pool(todo, preset: str, overrides: dict, progress: bool) -> None:
+    """Build the runs' small pool here, once, before any run is timed (a run refused the small pool is refused
+    here, first). On a fresh clone the pool is built at its first use, minutes that the run counter would
+    otherwise read as a fixed cost of every run."""
+    arm, seed, _ = todo[0]
+    root = run_config(arm, preset, seed, overrides).paths.pool
+    check_pool(preset, root)
+    if is_small_pool_root(root) and not pool_is_current(root):
+        if progress:
+            print(f"[runs] preparing the small task pool in {root or default_root()} (once)", file=sys.stderr,
+                  flush=True)
+        ensure_pool(root)
+
+
 def _train_locally(todo, preset: str, overrides: dict, jobs: int, progress: bool) -> None:
     """Train ``todo``'s (arm, seed, folder) on this machine, ``jobs`` at once, each with ``cores // jobs`` sandbox
     workers, with a line on stderr as each run starts and ends (:class:`~wmrl.progress.RunCounter`)."""
     overrides.setdefault("sandbox.workers", max(1, (os.cpu_count() or 1) // jobs))
+    _prepare_pool(todo, preset, overrides, progress)
     counter = _counter(todo, preset, jobs, progress)
     if jobs == 1:
         for i, (arm, seed, out) in enumerate(todo):

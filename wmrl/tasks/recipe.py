@@ -48,7 +48,7 @@ from wmrl.tasks.sources import LOADERS, SEED, TUNING, Source, load_source
 from wmrl.tasks.split import split_by_size
 from wmrl.tasks.task import default_root
 
-__all__ = ["POOL_SPLIT", "RECIPE", "RECIPE_VERSION", "ensure_pool", "is_small_pool", "prepare_pool", "write_task"]
+__all__ = ["POOL_SPLIT", "RECIPE", "RECIPE_VERSION", "ensure_pool", "is_small_pool", "pool_is_current", "prepare_pool", "write_task"]
 
 RECIPE = "small"
 RECIPE_VERSION = 4
@@ -172,7 +172,9 @@ def is_small_pool(root: Path) -> bool:
             and all(isinstance(r, dict) and set(r) == RECORD_FIELDS for r in m["tasks"]))
 
 
-def _is_current(root: Path) -> bool:
+def pool_is_current(root: str | os.PathLike | None = None) -> bool:
+    """True when ``root`` (None: the default folder) holds this recipe's small pool at its current version."""
+    root = Path(root) if root is not None else default_root()
     return is_small_pool(root) and (_manifest(root) or {}).get("version") == RECIPE_VERSION
 
 
@@ -202,7 +204,7 @@ def ensure_pool(root: str | os.PathLike | None = None, force: bool = False, prog
     root = Path(root) if root is not None else default_root()
     if root.exists() and not root.is_dir():
         raise PoolFolderError(f"pool root {root} is a file; pass a folder (a new or empty one to build the pool in)")
-    if not force and _is_current(root):
+    if not force and pool_is_current(root):
         return root
     if root.exists() and not is_empty(root) and not is_small_pool(root):
         marker = read_marker(root)
@@ -215,7 +217,7 @@ def ensure_pool(root: str | os.PathLike | None = None, force: bool = False, prog
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits here, then finds the pool built
-        if not force and _is_current(root):
+        if not force and pool_is_current(root):
             return root
         if root.exists() and not is_empty(root):
             _check_replaceable(root)
