@@ -245,6 +245,15 @@ def test_preparing_a_task_twice_gives_identical_files_with_answers_readable_by_t
     assert stat.S_IMODE((tmp_path / "a" / "private").stat().st_mode) == 0o700
 
 
+def test_a_task_built_in_the_pools_worker_processes_is_the_same_bytes_as_one_built_here(pool, tmp_path):
+    """The pool builds its tasks side by side in fresh processes, in any order; each task's files are its own
+    seed's, so a task built alone in this process has the checksum the pool's manifest recorded."""
+    recorded = {r["name"]: r["checksum"] for r in json.loads((pool.root / "manifest.json").read_text())["tasks"]}
+    for loader in ("wine", "fair"):
+        src = load_source(loader)
+        assert recipe.write_task(src, tmp_path / src.name)["checksum"] == recorded[src.name], loader
+
+
 def test_ensure_pool_builds_once_under_concurrent_first_uses_and_rebuilds_on_a_new_version(tmp_path, monkeypatch):
     calls = []
 

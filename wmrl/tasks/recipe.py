@@ -26,11 +26,13 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import tempfile
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -131,17 +133,29 @@ def write_task(src: Source, folder: Path) -> dict:
         "checksum": _checksum(folder)}
 
 
-def prepare_pool(root: Path, progress: bool = False) -> dict:
-    """Build every task into ``root`` (which must not exist) and write ``manifest.json``."""
-    t0 = time.perf_counter()
-    records, tuning = [], set()
+def _build_task(loader: str, root: Path) -> dict:
+    """One task of the pool, built into ``root / <its name>``; its manifest record."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # weak participants are part of the long tail
-        for loader in tqdm(LOADERS, desc="preparing task pool", disable=not progress):
-            src = load_source(loader)
-            records.append(write_task(src, root / src.name))
-            if loader in TUNING:
-                tuning.add(src.name)
+        src = load_source(loader)
+        return write_task(src, root / src.name) | {"tuning": loader in TUNING}
+
+
+def prepare_pool(root: Path, progress: bool = False, workers: int | None = None) -> dict:
+    """Build every task into ``root`` (which must not exist) and write ``manifest.json``.
+
+    The tasks build side by side in ``workers`` fresh processes (default: one per core); each task's build is
+    seeded on its own, so the files are the same bytes whatever the count or order."""
+    t0 = time.perf_counter()
+    workers = max(1, min(workers or os.cpu_count() or 1, len(LOADERS)))
+    ctx = multiprocessing.get_context("spawn")  # no threads or OpenMP state forked from the caller
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(_build_task, loader, root) for loader in LOADERS]
+        for _ in tqdm(as_completed(futures), total=len(futures), desc="preparing task pool", disable=not progress):
+            pass
+        built = [f.result() for f in futures]  # LOADERS' order, whatever order they finished in
+    tuning = {r["name"] for r in built if r["tuning"]}
+    records = [{k: v for k, v in r.items() if k != "tuning"} for r in built]
     split = split_by_size([r for r in records if r["name"] not in tuning], {c: k[0] for c, k in POOL_SPLIT.items()},
                           {c: k[1] for c, k in POOL_SPLIT.items()})
     for rec in records:
