@@ -94,17 +94,18 @@ RESULTS_PAGE = REPO / "RESULTS.md"
 TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
 FIGURES = REPO / "figures"
-#: ``make reproduce-quick``'s notebooks (the Makefile's QUICK_NOTEBOOKS), trained at seed 0: a first look of about
-#: 20 minutes on 2 cores. Left out: notebook 02 (its ablation arms mix, ivd and od would add three runs), 06 (the
-#: VLA transfer, its own runs: ``python -m wmrl.reproduce --only 06_vla --seeds 0`` adds it) and 11.
-FIRST_LOOK = ("00_theory", "01_main_table", "03_anchor_only", "04_compute", "05_world_model_fidelity")
+#: ``make reproduce-quick``'s notebooks (the Makefile's QUICK_NOTEBOOKS), trained at seed 0: the theory, Table 1's
+#: four runs and the world model's fidelity, a first look of about 20 minutes on 2 cores. Left out: notebook 02 (its
+#: ablation arms mix, ivd and od would add three runs), 03 and 04 (the anchor_only run), 06 (the VLA transfer, its
+#: own runs: ``python -m wmrl.reproduce --only 06_vla --seeds 0`` adds it) and 11.
+FIRST_LOOK = ("00_theory", "01_main_table", "05_world_model_fidelity")
 #: The notebook parameters that list the arms whose default runs the first look trains (05 trains wmrl, in MAIN_ARMS).
-FIRST_LOOK_ARMS = ("MAIN_ARMS", "ANCHOR_ARMS", "COMPUTE_ARMS")
+FIRST_LOOK_ARMS = ("MAIN_ARMS",)
 # The README's quick-start table: command, what you get, and the timings.json entry that times it.
 QUICKSTART = (
     ("make reproduce", "the paper's experiments retrained: notebooks 00-06 and 11, their results, figures, RESULTS.md",
      "core"),
-    ("make reproduce-quick", "a first look: notebooks 00-05 but 02, at seed 0, in results/runs/small-seeds0/",
+    ("make reproduce-quick", "a first look: notebooks 00, 01 and 05 at seed 0, in results/runs/small-seeds0/",
      "quick"),
     ("make reproduce-dial", "notebook 08, the world-model fidelity dial (after make reproduce)", "dial"),
     ("make reproduce-beyond", "notebooks 09, 10, 12 and new ablations (after make reproduce)", "beyond"),
