@@ -36,7 +36,7 @@ def test_the_readmes_first_command_comes_within_40_lines_with_what_it_prints_wri
 
     head = "\n".join((REPO / "README.md").read_text().splitlines()[:40])
     assert "```bash\nmake reproduce-quick\n```" in head and "program analysis" in head
-    assert "=== 01_main_table (notebook 2 of 5" in head and "[runs] training untrained seed 0 (1 of " in head
+    assert f"=== 01_main_table (notebook 2 of {len(reproduce.FIRST_LOOK)}" in head and "[runs] training untrained seed 0 (1 of " in head
     assert "results/runs/small-seeds0/" in head and "| claim |" not in head
     quick = json.loads(reproduce.TIMINGS.read_text())["quick"]
     assert f"{quick['runs']} runs at seed 0" in head and f"{round(quick['train_s'] / 60)} min on 2 cores" in head
@@ -73,13 +73,14 @@ def test_the_diary_pattern_finds_what_it_should():
 
 def test_the_first_looks_time_and_report_in_the_readme_are_the_measured_ones():
     """The heading's minutes and the example's notebook rows are those of the last timed first look from a fresh
-    clone (``python -m bench.first_look``, results/bench/first_look.json), which changed no committed file; its run
-    counter's lines are lines it printed."""
+    clone (``python -m bench.first_look``, results/bench/first_look.json) of the first look as it is now, which
+    changed no committed file; its run counter's lines are lines it printed."""
     import json
 
-    from wmrl.reproduce import NotebookRun, report_line
+    from wmrl.reproduce import FIRST_LOOK, NotebookRun, report_line
 
     measured = json.loads((REPO / "results" / "bench" / "first_look.json").read_text())
+    assert [row["notebook"] for row in measured["notebooks"]] == list(FIRST_LOOK), "time the first look again"
     text = (REPO / "README.md").read_text()
     assert f"## First look: `make reproduce-quick` (about {measured['minutes']} minutes)" in text
     assert not measured["committed_files_changed"]
