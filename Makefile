@@ -28,7 +28,7 @@ reproduce-resume: $(VENV)/.installed
 ## Every recorded campaign retrained from its record into results/runs/replay-executions/ and compared.
 replay: $(VENV)/.installed
 	$(REPRODUCE) --replay-executions
-## First looks in results/runs/small-seeds<S>/, nothing committed changes: notebooks 00, 01 and 05 at seed 0, about 20 min
+## First looks in results/runs/small-seeds<S>/, nothing committed changes: notebooks 00, 01 and 05 at seed 0 (README)
 ## (wmrl.reproduce.FIRST_LOOK; QUICK_NOTEBOOKS=all: the core campaign); the dial and beyond on those runs; 07 at one seed.
 QUICK_NOTEBOOKS ?= 00_theory 01_main_table 05_world_model_fidelity
 reproduce-quick: $(VENV)/.installed

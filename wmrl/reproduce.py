@@ -95,9 +95,9 @@ TIMINGS = RESULTS / "timings.json"
 README = REPO / "README.md"
 FIGURES = REPO / "figures"
 #: ``make reproduce-quick``'s notebooks (the Makefile's QUICK_NOTEBOOKS), trained at seed 0: the theory, Table 1's
-#: four runs and the world model's fidelity, a first look of about 20 minutes on 2 cores. Left out: notebook 02 (its
-#: ablation arms mix, ivd and od would add three runs), 03 and 04 (the anchor_only run), 06 (the VLA transfer, its
-#: own runs: ``python -m wmrl.reproduce --only 06_vla --seeds 0`` adds it) and 11.
+#: four runs and the world model's fidelity, a first look timed by ``python -m bench.first_look``. Left out:
+#: notebook 02 (its ablation arms mix, ivd and od would add three runs), 03 and 04 (the anchor_only run), 06 (the
+#: VLA transfer, its own runs: ``python -m wmrl.reproduce --only 06_vla --seeds 0`` adds it) and 11.
 FIRST_LOOK = ("00_theory", "01_main_table", "05_world_model_fidelity")
 #: The notebook parameters that list the arms whose default runs the first look trains (05 trains wmrl, in MAIN_ARMS).
 FIRST_LOOK_ARMS = ("MAIN_ARMS",)
