@@ -66,6 +66,21 @@ def test_no_dates_or_issue_numbers_in_the_package_the_readme_or_the_makefile():
     assert not found, "\n".join(found)
 
 
+def test_no_function_of_the_package_is_longer_than_80_lines():
+    import ast
+
+    long = [f"{path}: {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for path in _tracked("wmrl") if path.endswith(".py")
+            for node in ast.walk(ast.parse((REPO / path).read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80]
+    assert not long, "\n".join(long)
+
+
+def test_the_reference_docs_stay_about_7000_words():
+    words = sum(len((REPO / path).read_text().split()) for path in _tracked("docs") if path.endswith(".md"))
+    assert words <= 7350, f"docs/ holds {words} words; keep it to what a user needs, about 7,000"
+
+
 def test_the_diary_pattern_finds_what_it_should():
     assert DIARY.search("written 2026-12-02, not yet run") and DIARY.search("as Issue 13 asked")
     assert not DIARY.search("seed 2026 and 12 steps") and not DIARY.search("the issue is the budget")
