@@ -274,3 +274,16 @@ def test_ensure_pool_builds_once_under_concurrent_first_uses_and_rebuilds_on_a_n
     monkeypatch.setattr(recipe, "RECIPE_VERSION", recipe.RECIPE_VERSION + 1)
     recipe.ensure_pool(tmp_path / "pool")
     assert len(calls) == 2 and sorted(p.name for p in tmp_path.iterdir()) == [".pool.lock", "pool"]
+
+
+def test_a_script_that_builds_the_pool_without_a_main_guard_stops_with_the_rule_instead_of_hanging(tmp_path):
+    """The build's spawned workers re-run the caller's script; an unguarded one must not wait on its own lock."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(f"from wmrl.tasks.recipe import ensure_pool\nensure_pool({str(tmp_path / 'pool')!r})\n")
+    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert 'if __name__ == "__main__":' in done.stderr
+    assert not (tmp_path / "pool").exists()  # nothing half-built left behind

@@ -209,6 +209,18 @@ def _check_replaceable(root: Path) -> None:
                                   "elsewhere and delete the folder, then rerun")
 
 
+def _refuse_while_importing_main() -> None:
+    """Refuse a build started by a build worker that is still importing its parent's script.
+
+    The build's workers are spawned interpreters, and each first imports the caller's ``__main__``: a
+    script that trains at its top level, with no ``if __name__ == "__main__":`` guard, would start a
+    second build in every worker, which would wait forever on the first build's lock."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError("the small pool is built in worker processes, and this worker is re-running its parent's "
+                           "script: put the script's top-level code under `if __name__ == \"__main__\":` (Python's "
+                           "multiprocessing rule for scripts that start processes)")
+
+
 def ensure_pool(root: str | os.PathLike | None = None, force: bool = False, progress: bool = False) -> Path:
     """Prepare the pool at ``root`` unless a current one is there; safe under concurrent first uses.
 
@@ -228,6 +240,7 @@ def ensure_pool(root: str | os.PathLike | None = None, force: bool = False, prog
             f"{root} is {found}, so wmrl will not build the small pool there: it builds only into a new or empty "
             "folder or one of its own small pools. Pass another folder (--root), or, to use competitions kept in it, import "
             f"them: python -m wmrl.tasks import --layout mledojo|mlebench|dsbench {root} --out POOL")
+    _refuse_while_importing_main()
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits here, then finds the pool built
