@@ -1,19 +1,21 @@
 """``python -m bench.ray_overhead``: what the Ray executor costs against the local process pool.
 
 The same small campaign (``--arms`` x ``--seeds`` at ``--preset``, from nothing each time) is trained
-by ``python -m wmrl.experiments runs`` with ``--executor local:N`` and with ``--executor ray`` (a Ray
-of the command's own on this machine, one CPU per run, so both run N runs at once on N cores),
-alternately, ``--repeats`` times each in one sitting, so that a drift of the machine's speed falls on
-both. Each command's wall time counts everything a user waits for: start-up, Ray's own, the runs and
-writing their folders. The ratio is paired (Ray's time over the local time of the same round) and
-its median is what ``results/bench/ray_overhead.json`` reports, with every time and its provenance.
+by ``python -m wmrl.experiments runs`` with ``--executor local:N`` and with ``--executor ray`` (one CPU
+per run, so that every path runs N runs at once on N cores) two ways: on a Ray of the command's own,
+started and stopped by it, and on a running Ray it joins (a head the benchmark starts with ``ray
+start --head`` before that path and stops after it, untimed, as a cluster's user starts Ray once for
+many campaigns). The paths alternate, ``--repeats`` rounds in one sitting, so that a drift of the
+machine's speed falls on all. Each command's wall time counts everything its user waits for. The
+ratios are paired (a Ray path's time over the local time of the same round); their medians are what
+``results/bench/ray_overhead.json`` reports, with every time and its provenance.
 
 Ray's cost splits into a fixed part, its start-up and shutdown (timed on its own each round: ``ray.init``
-and ``ray.shutdown`` with the same CPUs), and a part per wave of runs trained side by side (shipping the
-tasks, fresh worker processes, returning the run folders and their records):
-``(ray - local - start-up) / waves``, the median over rounds. The two extrapolate the ratio to a campaign
-of longer runs (:func:`ratio_for`). A first round, untimed, warms
-the caches both paths read (the pool's data, imported modules).
+and ``ray.shutdown`` with the same CPUs), which a joined Ray does not pay, and a part per wave of runs
+trained side by side (shipping the tasks, fresh worker processes, returning the run folders and their
+records): ``(ray - local - start-up) / waves``, the median over rounds. The two extrapolate the ratio
+to a campaign of longer runs (:func:`ratio_for`). A first round, untimed, warms the caches every path
+reads (the pool's data, imported modules).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from wmrl.provenance import REPO, provenance, write_json_atomic
 __all__ = ["main", "paired_ratios", "per_wave_overhead", "ratio_for"]
 
 OUT = REPO / "results" / "bench" / "ray_overhead.json"
+JOIN_SETTLE_S = 5.0  # a started head's own workers come up before a campaign joins it, as on an idle cluster
 
 
 def paired_ratios(ray_s: list[float], local_s: list[float]) -> list[float]:
@@ -74,17 +77,30 @@ def _startup(args) -> float:
     return ray - _python_s("pass")
 
 
-def _timed(executor: str, args) -> float:
+def _timed(executor: str, args, ray_address: str | None = None) -> float:
     scratch = Path(tempfile.mkdtemp(prefix="wmrl-ray-overhead-"))
     cmd = [sys.executable, "-m", "wmrl.experiments", "runs", "--arms", *args.arms, "--seeds", *map(str, args.seeds),
            "--preset", args.preset, "--results", str(scratch), "--executor", executor]
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "WMRL_EXECUTIONS")}
+    env.update({"RAY_ADDRESS": ray_address} if ray_address else {})
     try:
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         return time.perf_counter() - t0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _joined(args) -> float:
+    """The campaign on a running Ray: a head of ``--jobs`` CPUs started before it and stopped after it, untimed."""
+    ray = [str(Path(sys.executable).parent / "ray")]
+    subprocess.run([*ray, "start", "--head", f"--num-cpus={args.jobs}", "--include-dashboard=false",
+                    "--disable-usage-stats"], cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(JOIN_SETTLE_S)
+        return _timed("ray", args, ray_address="auto")
+    finally:
+        subprocess.run([*ray, "stop", "--force"], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main(argv=None) -> int:
@@ -99,24 +115,29 @@ def main(argv=None) -> int:
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     _timed(f"local:{args.jobs}", args)  # warm-up, not counted
-    local, ray, startup = [], [], []
+    local, ray, joined, startup = [], [], [], []
     for k in range(args.repeats):
         local.append(_timed(f"local:{args.jobs}", args))
         ray.append(_timed("ray", args))
+        joined.append(_joined(args))
         startup.append(_startup(args))
-        print(f"round {k + 1}: local {local[-1]:.1f} s, ray {ray[-1]:.1f} s, Ray's start-up {startup[-1]:.1f} s",
-              flush=True)
-    ratios = paired_ratios(ray, local)
-    per_wave = per_wave_overhead(ray, local, startup, waves(len(args.arms) * len(args.seeds), args.jobs))
+        print(f"round {k + 1}: local {local[-1]:.1f} s, Ray of its own {ray[-1]:.1f} s, running Ray joined "
+              f"{joined[-1]:.1f} s, Ray's start-up {startup[-1]:.1f} s", flush=True)
+    ratios, joined_ratios = paired_ratios(ray, local), paired_ratios(joined, local)
+    n_waves = waves(len(args.arms) * len(args.seeds), args.jobs)
+    per_wave = per_wave_overhead(ray, local, startup, n_waves)
+    per_wave_joined = per_wave_overhead(joined, local, [0.0] * len(joined), n_waves)
     write_json_atomic(args.out, {
         "campaign": {"arms": args.arms, "seeds": args.seeds, "preset": args.preset, "runs_at_once": args.jobs},
-        "local_s": local, "ray_s": ray, "startup_s": startup, "ratio_ray_over_local": ratios,
-        "median_ratio": statistics.median(ratios), "median_startup_s": statistics.median(startup),
-        "per_wave_overhead_s": per_wave,
+        "local_s": local, "ray_s": ray, "joined_s": joined, "startup_s": startup, "ratio_ray_over_local": ratios,
+        "ratio_joined_over_local": joined_ratios, "median_ratio": statistics.median(ratios),
+        "median_ratio_joined": statistics.median(joined_ratios), "median_startup_s": statistics.median(startup),
+        "per_wave_overhead_s": per_wave, "per_wave_overhead_joined_s": per_wave_joined,
         "provenance": {**provenance(), "command": "python -m bench.ray_overhead " + " ".join(
             sys.argv[1:] if argv is None else argv)}})
-    print(f"median Ray / local wall time: {statistics.median(ratios):.3f}; Ray's start-up "
-          f"{statistics.median(startup):.1f} s, {per_wave:.1f} s per wave of runs beyond it ({args.out})")
+    print(f"median wall time over the local pool's: {statistics.median(ratios):.3f} on a Ray of its own (start-up "
+          f"{statistics.median(startup):.1f} s, {per_wave:.1f} s per wave of runs beyond it), "
+          f"{statistics.median(joined_ratios):.3f} on a running Ray ({per_wave_joined:.1f} s per wave) ({args.out})")
     return 0
 
 
