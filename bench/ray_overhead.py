@@ -82,7 +82,8 @@ def _timed(executor: str, args, ray_address: str | None = None) -> float:
     cmd = [sys.executable, "-m", "wmrl.experiments", "runs", "--arms", *args.arms, "--seeds", *map(str, args.seeds),
            "--preset", args.preset, "--results", str(scratch), "--executor", executor]
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "WMRL_EXECUTIONS")}
-    env.update({"RAY_ADDRESS": ray_address} if ray_address else {})
+    if ray_address:
+        env["RAY_ADDRESS"] = ray_address
     try:
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
